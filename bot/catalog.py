@@ -1,0 +1,119 @@
+"""The catalog: one ServiceDefinition per file, read into names and dependency edges."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bot import yamlio
+from bot.config import Config
+from bot.errors import WaveBotError
+from bot.naming import is_dns_label, is_yaml_name
+from bot.tree import Tree, refuse_link
+
+SERVICE_KIND = "ServiceDefinition"
+
+
+@dataclass(frozen=True)
+class Dependency:
+    target: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Service:
+    """One ServiceDefinition: its name, what it depends on, and where it was declared."""
+
+    name: str
+    dependencies: tuple[Dependency, ...]
+    path: str
+    line: int
+
+
+def load_catalog(tree: Tree, config: Config) -> list[Service]:
+    """Every ServiceDefinition under `config.catalog_dir`, sorted by name.
+
+    Raises WaveBotError (file and line) for anything that is not a well-formed definition, and for
+    two files declaring the same name.
+    """
+    if tree.kind(config.catalog_dir) == "link":
+        raise refuse_link(config.catalog_dir)
+    if tree.kind(config.catalog_dir) != "dir":
+        raise WaveBotError(
+            f"no catalog directory '{config.catalog_dir}'",
+            hint="run wave-bot in the repository root, or set catalog_dir in .wave-bot.yaml",
+        )
+    services: dict[str, Service] = {}
+    for entry in tree.entries(config.catalog_dir):
+        if not is_yaml_name(entry.name) or entry.kind == "dir":
+            continue
+        path = f"{config.catalog_dir}/{entry.name}"
+        if entry.kind != "file":
+            raise refuse_link(path) if entry.kind == "link" else WaveBotError("is not a regular file", path=path)
+        service = parse_service(tree.read(path), path)
+        if service.name in services:
+            first = services[service.name]
+            raise WaveBotError(
+                f"declares '{service.name}', already declared in {first.path}:{first.line}",
+                path=path,
+                line=service.line,
+                hint="every service needs its own name; rename or delete one of the two",
+            )
+        services[service.name] = service
+    return sorted(services.values(), key=lambda s: s.name)
+
+
+def _field(value: dict[str, Any], parent: str, key: str) -> tuple[Any, tuple[str, ...]]:
+    """`parent.key` (e.g. metadata.name) when set, else the top-level `key`; with its key path."""
+    nested = value.get(parent)
+    if isinstance(nested, dict) and nested.get(key) is not None:
+        return nested[key], (parent, key)
+    return value.get(key), (key,)
+
+
+def parse_service(data: bytes, path: str) -> Service:
+    """One ServiceDefinition from the bytes of `path`."""
+    doc = yamlio.load_one(data, path)
+    if doc is None:
+        raise WaveBotError("is empty; expected a ServiceDefinition", path=path,
+                           hint="delete the file or give it metadata.name")
+    value, info = doc.value, doc.info
+    if not isinstance(value, dict):
+        raise WaveBotError("is not a mapping; expected a ServiceDefinition", path=path, line=info.start_line)
+    kind = value.get("kind")
+    if kind is not None and kind != SERVICE_KIND:
+        raise WaveBotError(
+            f"has kind '{kind}'; every file in the catalog must be a {SERVICE_KIND}",
+            path=path, line=info.line(("kind",)), hint="move it out of the catalog directory",
+        )
+    name, name_path = _field(value, "metadata", "name")
+    if name is None:
+        raise WaveBotError("has no name", path=path, line=info.start_line, hint="add metadata.name: <service>")
+    line = info.line(name_path)
+    if not is_dns_label(name):
+        raise WaveBotError(
+            f"name {name!r} is not a DNS-1123 label", path=path, line=line,
+            hint="use lower-case letters, digits and '-', at most 63 characters",
+        )
+    return Service(name=name, dependencies=_dependencies(value, info, name, path), path=path, line=line)
+
+
+def _dependencies(value: dict[str, Any], info: yamlio.DocInfo, name: str, path: str) -> tuple[Dependency, ...]:
+    items, base = _field(value, "spec", "dependencies")
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise WaveBotError("dependencies must be a list", path=path, line=info.line(base),
+                           hint="write each dependency as '- to: <service>'")
+    found: dict[str, Dependency] = {}
+    for index, item in enumerate(items):
+        target = item.get("to") if isinstance(item, dict) else item
+        line = info.line((*base, index, "to") if isinstance(item, dict) else (*base, index))
+        if not is_dns_label(target):
+            raise WaveBotError(
+                f"dependency {index + 1} of '{name}' must name a service (a DNS-1123 label), got {target!r}",
+                path=path, line=line, hint="write it as '- to: <service>'",
+            )
+        if target == name:
+            raise WaveBotError(f"'{name}' depends on itself", path=path, line=line, hint="remove this dependency")
+        found.setdefault(target, Dependency(target, line))
+    return tuple(found.values())

@@ -1,0 +1,117 @@
+"""`wave-bot`: argument parsing, one handler for user-facing errors, exit codes.
+
+Imports of the engine happen inside the commands so that `wave-bot --help` starts fast.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from bot import __version__
+from bot.errors import WaveBotError
+
+if TYPE_CHECKING:
+    from bot.config import Config
+    from bot.plan import Plan
+    from bot.tree import Tree
+
+BUG_EXIT = 3
+
+
+def _load(args: argparse.Namespace) -> tuple[Tree, Config]:
+    from bot.config import CONFIG_FILE, Config, parse_config
+    from bot.worktree import FsTree, read_user_file
+
+    if not os.path.isdir(args.path):
+        raise WaveBotError("is not a directory", path=args.path, hint="pass the root of a GitOps repository")
+    tree = FsTree(args.path)
+    if args.config:
+        return tree, parse_config(read_user_file(args.config), args.config)
+    if tree.kind(CONFIG_FILE) is not None:
+        return tree, parse_config(tree.read(CONFIG_FILE), CONFIG_FILE)
+    return tree, Config()
+
+
+def _plan(args: argparse.Namespace) -> Plan:
+    from bot.plan import make_plan
+
+    tree, config = _load(args)
+    return make_plan(tree, config)
+
+
+def _print(plan: Plan, fmt: str) -> None:
+    from bot.report import render
+
+    sys.stdout.write(render(plan, fmt))
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    _print(_plan(args), args.format)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    plan = _plan(args)
+    _print(plan, args.format)
+    if plan.changes:
+        sys.stderr.write("wave-bot: the wave layout is out of date; run `wave-bot apply`\n")
+    return 1 if plan.changes or plan.has_errors() else 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from bot import git
+    from bot.worktree import apply_changes
+
+    plan = _plan(args)
+    if plan.changes:
+        apply_changes(args.path, plan.changes, git.mover(args.path))
+    _print(plan, args.format)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wave-bot",
+        description="Keep a Flux GitOps repository's app tier in dependency-ordered waves.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    specs: list[tuple[str, str, Callable[[argparse.Namespace], int]]] = [
+        ("plan", "show the wave layout and what apply would change (writes nothing)", cmd_plan),
+        ("apply", "move app files into their waves and regenerate the wave files", cmd_apply),
+        ("check", "exit 1 when the layout is out of date or has errors (for CI and pre-commit)", cmd_check),
+    ]
+    for name, help_text, func in specs:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("path", nargs="?", default=".", metavar="PATH", help="repository root (default: .)")
+        sub.add_argument("--config", metavar="FILE", help="config file (default: PATH/.wave-bot.yaml)")
+        sub.add_argument("--format", choices=("text", "json", "markdown"), default="text", help="output format")
+        sub.set_defaults(func=func)
+    return parser
+
+
+def _report_error(exc: WaveBotError) -> None:
+    sys.stderr.write(f"wave-bot: error: {exc}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except WaveBotError as exc:
+        _report_error(exc)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        traceback.print_exc()
+        sys.stderr.write("wave-bot: internal error (a bug): please report it with the traceback above\n")
+        return BUG_EXIT
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

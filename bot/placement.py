@@ -1,0 +1,117 @@
+"""Which app file belongs to which node, and so in which wave directory it must sit."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bot.config import Config
+from bot.errors import WaveBotError
+from bot.naming import file_stem, is_yaml_name
+from bot.tree import Tree, refuse_link
+from bot.waves import WaveGraph
+
+KUSTOMIZATION = "kustomization.yaml"
+
+
+@dataclass(frozen=True)
+class AppFile:
+    """An app manifest (or a directory inside a wave): where it is and where it belongs."""
+
+    path: str
+    wave: int | None  # the wave directory it is in now; None directly under apps/
+    node: str | None  # the node owning it; None when no node matches (unplaced)
+    target: str  # where it must be: its own path when unplaced
+    target_wave: int | None
+    is_dir: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def moves(self) -> bool:
+        return self.path != self.target
+
+
+def existing_waves(tree: Tree, config: Config) -> set[int]:
+    """Waves that have a directory under apps/ or a Flux Kustomization file in the base."""
+    waves = {config.wave_of_dir(e.name) for e in tree.entries(config.apps_dir) if e.kind == "dir"}
+    waves |= {config.wave_of_cr_file(e.name) for e in tree.entries(config.base_dir) if e.kind == "file"}
+    waves.discard(None)
+    return waves  # type: ignore[return-value]
+
+
+def _candidates(tree: Tree, config: Config) -> list[tuple[str, int | None, bool]]:
+    """(path, current wave, is a directory) of every unit-bearing entry under apps/."""
+    found: list[tuple[str, int | None, bool]] = []
+    folders: list[tuple[str, int | None]] = [(config.apps_dir, None)]
+    for entry in tree.entries(config.apps_dir):
+        wave = config.wave_of_dir(entry.name)
+        if wave is not None and entry.kind in ("dir", "link"):
+            folders.append((f"{config.apps_dir}/{entry.name}", wave))
+    for folder, wave in folders:
+        for entry in tree.entries(folder):
+            path = f"{folder}/{entry.name}"
+            if entry.kind == "link" and (wave is not None or is_yaml_name(entry.name)):
+                raise refuse_link(path)
+            if entry.kind == "dir" and wave is not None:
+                found.append((path, wave, True))  # not placeable, but never dropped from its wave
+            elif entry.kind == "file" and is_yaml_name(entry.name) and entry.name != KUSTOMIZATION:
+                found.append((path, wave, False))
+    return found
+
+
+def _explicit_files(config: Config) -> dict[str, str]:
+    owners: dict[str, str] = {}
+    for unit in config.extra_units:
+        for name in unit.files:
+            if name in owners:
+                raise WaveBotError(
+                    f"'{name}' is listed by extra units '{owners[name]}' and '{unit.name}'",
+                    path=config.source, line=unit.line, hint="list each file under one unit only",
+                )
+            owners[name] = unit.name
+    return owners
+
+
+def owner(name: str, nodes: Mapping[str, object], config: Config, explicit: Mapping[str, str]) -> str | None:
+    """The node a file name belongs to: an extra unit's listed file, else the longest matching node."""
+    if name in explicit:
+        return explicit[name]
+    stem = file_stem(name)
+    best: str | None = None
+    for suffix in config.file_suffixes:
+        if suffix and not stem.endswith(suffix):
+            continue
+        candidate = stem[: len(stem) - len(suffix)] if suffix else stem
+        if candidate in nodes and (best is None or len(candidate) > len(best)):
+            best = candidate
+    return best
+
+
+def place_files(tree: Tree, graph: WaveGraph, config: Config) -> list[AppFile]:
+    """Every app file with its owner and target path. Two files bound for one path is an error."""
+    explicit = _explicit_files(config)
+    files: list[AppFile] = []
+    targets: dict[str, str] = {}
+    for path, wave, is_dir in _candidates(tree, config):
+        name = path.rsplit("/", 1)[-1]
+        node = None if is_dir else owner(name, graph.nodes, config, explicit)
+        if node is None:
+            files.append(AppFile(path, wave, None, path, wave, is_dir))
+            continue
+        target_wave = graph.nodes[node].wave
+        target = f"{config.wave_dir(target_wave)}/{name}"
+        if target in targets:
+            raise WaveBotError(
+                f"both {targets[target]} and {path} belong at {target}",
+                path=path,
+                hint="keep one of the two files (they are copies of one manifest)",
+            )
+        targets[target] = path
+        files.append(AppFile(path, wave, node, target, target_wave))
+    # An unplaced file that already sits where a placed one is bound would be overwritten.
+    for file in files:
+        if file.node is None and file.path in targets and targets[file.path] != file.path:
+            raise WaveBotError(f"{targets[file.path]} belongs here, but the path is taken", path=file.path)
+    return sorted(files, key=lambda f: f.target)

@@ -1,0 +1,142 @@
+"""The pipeline: catalog -> graph -> placement -> generated files -> a Plan (pure data)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot import render
+from bot.catalog import load_catalog
+from bot.config import Config
+from bot.model import Change, Finding
+from bot.placement import KUSTOMIZATION, AppFile, existing_waves, place_files
+from bot.tree import Tree
+from bot.waves import WaveGraph, compute_waves
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything `apply` would do and everything a reviewer should know, for one tree."""
+
+    config: Config
+    graph: WaveGraph
+    files: tuple[AppFile, ...]
+    waves: tuple[int, ...]
+    """The waves the layout has once applied: 0..deepest, without gaps."""
+    changes: tuple[Change, ...]
+    findings: tuple[Finding, ...]
+    template_source: str
+
+    def placement(self) -> dict[int, list[str]]:
+        """Wave -> repo-relative paths of the files it holds once applied."""
+        out: dict[int, list[str]] = {n: [] for n in self.waves}
+        for file in self.files:
+            if file.target_wave is not None:
+                out.setdefault(file.target_wave, []).append(file.target)
+        return {n: sorted(paths) for n, paths in sorted(out.items())}
+
+    def units(self) -> dict[int, list[str]]:
+        """Wave -> the placed nodes in it."""
+        out: dict[int, set[str]] = {n: set() for n in self.waves}
+        for file in self.files:
+            if file.node is not None and file.target_wave is not None:
+                out[file.target_wave].add(file.node)
+        return {n: sorted(nodes) for n, nodes in out.items()}
+
+    def not_onboarded(self) -> list[str]:
+        placed = {f.node for f in self.files}
+        return [name for name in self.graph.nodes if name not in placed]
+
+    @property
+    def moves(self) -> list[AppFile]:
+        return [f for f in self.files if f.moves]
+
+    def has_errors(self) -> bool:
+        return any(f.severity == "error" for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "max_wave": self.graph.max_wave,
+            "waves": self.graph.waves(),
+            "placement": {str(n): paths for n, paths in self.placement().items()},
+            "changes": [c.to_json() for c in self.changes],
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def make_plan(tree: Tree, config: Config) -> Plan:
+    """Compute the wave layout `tree` should have and the changes that get it there."""
+    graph = compute_waves(load_catalog(tree, config), config)
+    files = place_files(tree, graph, config)
+    targets = {f.target_wave for f in files if f.target_wave is not None}
+    deepest = max(targets | existing_waves(tree, config), default=None)
+    waves = tuple(range(deepest + 1)) if deepest is not None else ()
+    template, template_source = render.resolve_template(tree, config)
+    generated = _generated(files, waves, template, config)
+    changes = [Change("move", f.target, source=f.path) for f in files if f.moves]
+    changes += _writes(tree, generated)
+    findings = _placement_findings(files, graph, config)
+    return Plan(
+        config=config,
+        graph=graph,
+        files=tuple(files),
+        waves=waves,
+        changes=tuple(changes),
+        findings=tuple(sorted(findings, key=Finding.sort_key)),
+        template_source=template_source,
+    )
+
+
+def _generated(
+    files: list[AppFile], waves: tuple[int, ...], template: Mapping[str, Any], config: Config
+) -> dict[str, bytes]:
+    resources: dict[int, list[str]] = {n: [] for n in waves}
+    for file in files:
+        if file.target_wave is not None:
+            resources[file.target_wave].append(file.name)
+    out: dict[str, bytes] = {}
+    for n in waves:
+        out[f"{config.wave_dir(n)}/{KUSTOMIZATION}"] = render.wave_kustomization(resources[n])
+        out[config.wave_cr_path(n)] = render.wave_cr(n, template, config)
+    return out
+
+
+def _writes(tree: Tree, generated: Mapping[str, bytes]) -> list[Change]:
+    changes = []
+    for path, content in sorted(generated.items()):
+        kind = tree.kind(path)
+        if kind is None:
+            changes.append(Change("create", path, content=content))
+        elif kind != "file" or tree.read(path) != content:
+            # A link or directory in place of a generated file is caught when reading it (refused).
+            changes.append(Change("update", path, content=content))
+    return changes
+
+
+def _placement_findings(files: list[AppFile], graph: WaveGraph, config: Config) -> list[Finding]:
+    findings = []
+    for file in files:
+        if file.node is not None:
+            continue
+        where = f"stays in wave {file.wave}" if file.wave is not None else f"stays directly in {config.apps_dir}/"
+        what = "directory" if file.is_dir else "file"
+        findings.append(Finding(
+            code="unplaced-file",
+            severity="error",
+            message=f"{file.path}: no catalog node owns this {what}, so wave-bot cannot place it; it {where}",
+            path=file.path,
+            wave=file.wave,
+            fix=(f"add {config.catalog_dir}/<service>.yaml for it, rename it to <service>"
+                 f"{{{','.join(config.file_suffixes)}}}.yaml, or list it in an extra unit's files: in .wave-bot.yaml"),
+        ))
+    placed = {f.node for f in files}
+    for name, node in graph.nodes.items():
+        if name not in placed:
+            findings.append(Finding(
+                code="not-onboarded",
+                severity="info",
+                message=f"{name} (wave {node.wave}) has no app files yet: computed, not placed",
+                wave=node.wave,
+                resource=name,
+            ))
+    return findings

@@ -1,0 +1,173 @@
+"""Read-only views of a repository: the interface the pure core reads through.
+
+The core never opens files itself. It reads a `Tree`: the work tree (`worktree.FsTree`), a git
+revision (`git.GitTree`), or either of them with a plan's changes laid on top (`PlannedTree`), which
+is how the checks look at the layout as it will be after `apply`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from bot.errors import WaveBotError
+from bot.model import Change
+
+Kind = Literal["file", "dir", "link", "other"]
+
+
+@dataclass(frozen=True, order=True)
+class Entry:
+    name: str
+    kind: Kind
+
+
+class Tree(Protocol):
+    """A repository at one moment. Paths are repo-relative POSIX paths; '' is the root."""
+
+    def entries(self, directory: str) -> list[Entry]:
+        """The directory's entries sorted by name; [] when it does not exist."""
+
+    def read(self, path: str) -> bytes:
+        """The bytes of a regular file; WaveBotError for a link, a missing file or a path outside."""
+
+    def kind(self, path: str) -> Kind | None:
+        """What `path` is, without following links; None when it does not exist."""
+
+
+def refuse_link(path: str) -> WaveBotError:
+    return WaveBotError(
+        "is a symbolic link; wave-bot never follows links (they can point outside the repository)",
+        path=path,
+        hint="replace the link with the file itself",
+    )
+
+
+def split(path: str) -> tuple[str, str]:
+    head, _, tail = path.rpartition("/")
+    return head, tail
+
+
+class PlannedTree:
+    """`base` as it will be once `changes` are applied."""
+
+    def __init__(self, base: Tree, changes: Iterable[Change]) -> None:
+        self._base = base
+        self._content: dict[str, bytes | None] = {}  # None: deleted
+        self._origin: dict[str, str] = {}  # moved file -> where its bytes are in `base`
+        for change in changes:
+            if change.action == "move":
+                assert change.source is not None
+                self._content[change.source] = None
+                self._origin[change.path] = self._origin.pop(change.source, change.source)
+                self._content.pop(change.path, None)
+            elif change.action == "delete":
+                self._content[change.path] = None
+                self._origin.pop(change.path, None)
+            else:
+                self._content[change.path] = change.content
+                self._origin.pop(change.path, None)
+
+        # directory -> names of the entries the changes add to it (files and the dirs leading there)
+        self._children: dict[str, set[str]] = {}
+        for path in [*self._origin, *(p for p, c in self._content.items() if c is not None)]:
+            while path:
+                parent, name = split(path)
+                self._children.setdefault(parent, set()).add(name)
+                path = parent
+
+    def _added(self, directory: str) -> set[str]:
+        return self._children.get(directory, set())
+
+    def entries(self, directory: str) -> list[Entry]:
+        """The directory's entries sorted by name; [] when it does not exist."""
+
+    def read(self, path: str) -> bytes:
+        """The bytes of a regular file; WaveBotError for a link, a missing file or a path outside."""
+
+    def kind(self, path: str) -> Kind | None:
+        """What `path` is, without following links; None when it does not exist."""
+
+
+def refuse_link(path: str) -> WaveBotError:
+    return WaveBotError(
+        "is a symbolic link; wave-bot never follows links (they can point outside the repository)",
+        path=path,
+        hint="replace the link with the file itself",
+    )
+
+
+def split(path: str) -> tuple[str, str]:
+    head, _, tail = path.rpartition("/")
+    return head, tail
+
+
+class PlannedTree:
+    """`base` as it will be once `changes` are applied."""
+
+    def __init__(self, base: Tree, changes: Iterable[Change]) -> None:
+        self._base = base
+        self._content: dict[str, bytes | None] = {}  # None: deleted
+        self._origin: dict[str, str] = {}  # moved file -> where its bytes are in `base`
+        for change in changes:
+            if change.action == "move":
+                assert change.source is not None
+                self._content[change.source] = None
+                self._origin[change.path] = self._origin.pop(change.source, change.source)
+                self._content.pop(change.path, None)
+            elif change.action == "delete":
+                self._content[change.path] = None
+                self._origin.pop(change.path, None)
+            else:
+                self._content[change.path] = change.content
+                self._origin.pop(change.path, None)
+
+    def _added(self, directory: str) -> set[str]:
+        prefix = f"{directory}/" if directory else ""
+        added = set()
+        for path in [*self._origin, *(p for p, c in self._content.items() if c is not None)]:
+            if path.startswith(prefix):
+                added.add(path[len(prefix):].split("/", 1)[0])
+        return added
+
+    def entries(self, directory: str) -> list[Entry]:
+        prefix = f"{directory}/" if directory else ""
+        found = {e.name: e for e in self._base.entries(directory) if self.kind(prefix + e.name) is not None}
+        for name in self._added(directory):
+            kind = self.kind(prefix + name)
+            if kind is not None:
+                found[name] = Entry(name, kind)
+        return sorted(found.values())
+
+    def kind(self, path: str) -> Kind | None:
+        if path in self._origin:
+            return "file"
+        if path in self._content:
+            return "file" if self._content[path] is not None else None
+        if self._added(path):
+            return "dir"
+        kind = self._base.kind(path)
+        if kind == "dir" and not self._has_remaining(path):
+            return None
+        return kind
+
+    def _has_remaining(self, directory: str) -> bool:
+        """Whether a base directory keeps anything (an emptied directory is gone, as in git)."""
+        prefix = f"{directory}/"
+        for entry in self._base.entries(directory):
+            sub = prefix + entry.name
+            if sub in self._content and self._content[sub] is None:
+                continue
+            if entry.kind != "dir" or self._has_remaining(sub):
+                return True
+        return False
+
+    def read(self, path: str) -> bytes:
+        if path in self._origin:
+            return self._base.read(self._origin[path])
+        if path in self._content:
+            content = self._content[path]
+            if content is None:
+                raise WaveBotError("does not exist", path=path)
+            return content
+        return self._base.read(path)

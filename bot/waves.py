@@ -1,0 +1,144 @@
+"""The dependency graph and each node's wave: the longest dependency path below it."""
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from bot.catalog import Service
+from bot.config import Config, ExtraUnit
+from bot.errors import WaveBotError
+from bot.naming import did_you_mean
+
+Origin = Literal["service", "leaf", "extra"]
+
+
+@dataclass(frozen=True)
+class Node:
+    """A unit that gets a wave: a catalog service, a leaf it depends on, or an extra unit."""
+
+    name: str
+    wave: int
+    origin: Origin
+    dependencies: tuple[str, ...] = ()
+    path: str | None = None  # the ServiceDefinition, for services
+
+
+@dataclass(frozen=True)
+class WaveGraph:
+    nodes: Mapping[str, Node]
+
+    @property
+    def max_wave(self) -> int | None:
+        return max((n.wave for n in self.nodes.values()), default=None)
+
+    def waves(self) -> dict[str, int]:
+        return {name: node.wave for name, node in sorted(self.nodes.items())}
+
+
+def compute_waves(services: Iterable[Service], config: Config) -> WaveGraph:
+    """Assign every node its wave. Raises WaveBotError for unknown dependencies and cycles."""
+    import networkx as nx  # slow to import; only commands that compute waves pay for it
+
+    by_name = {s.name: s for s in services}
+    leaves = _leaves(by_name, config)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(sorted([*by_name, *leaves]))
+    graph.add_edges_from(
+        (s.name, d.target) for s in sorted(by_name.values(), key=lambda s: s.name) for d in s.dependencies
+    )
+    if not nx.is_directed_acyclic_graph(graph):
+        raise _cycle_error(nx.find_cycle(graph), by_name)
+    wave: dict[str, int] = {}
+    # Edges point from a service to what it needs, so reversed topological order visits needs first.
+    for name in reversed(list(nx.topological_sort(graph))):
+        wave[name] = 1 + max((wave[d] for d in graph.successors(name)), default=-1)
+    nodes = {
+        name: Node(
+            name=name,
+            wave=wave[name],
+            origin="service" if name in by_name else "leaf",
+            dependencies=tuple(sorted(d.target for d in by_name[name].dependencies)) if name in by_name else (),
+            path=by_name[name].path if name in by_name else None,
+        )
+        for name in wave
+    }
+    nodes.update(_place_extra_units(config.extra_units, nodes, config))
+    return WaveGraph(dict(sorted(nodes.items())))
+
+
+def _leaves(by_name: Mapping[str, Service], config: Config) -> set[str]:
+    """Dependency targets without a ServiceDefinition; only `leaf_patterns` names may be one."""
+    leaves = set()
+    for service in by_name.values():
+        for dep in service.dependencies:
+            if dep.target in by_name:
+                continue
+            if any(fnmatch.fnmatchcase(dep.target, pattern) for pattern in config.leaf_patterns):
+                leaves.add(dep.target)
+                continue
+            raise WaveBotError(
+                f"'{service.name}' depends on '{dep.target}', which has no ServiceDefinition"
+                f"{did_you_mean(dep.target, by_name)}",
+                path=service.path,
+                line=dep.line,
+                hint=f"fix the name, add {config.catalog_dir}/{dep.target}.yaml, or add a pattern "
+                f"matching it to leaf_patterns (now: {', '.join(config.leaf_patterns) or 'none'})",
+            )
+    return leaves
+
+
+def _cycle_error(edges: list[tuple[str, str]], by_name: Mapping[str, Service]) -> WaveBotError:
+    cycle = [a for a, _ in edges]
+    start = cycle.index(min(cycle))  # start at the smallest name so the message is stable
+    cycle = cycle[start:] + cycle[:start]
+    first, second = cycle[0], cycle[1 % len(cycle)]
+    service = by_name[first]
+    line = next(d.line for d in service.dependencies if d.target == second)
+    return WaveBotError(
+        f"dependency cycle: {' -> '.join([*cycle, first])}",
+        path=service.path,
+        line=line,
+        hint="a service cannot (indirectly) depend on itself; remove one of these dependencies",
+    )
+
+
+def _place_extra_units(units: tuple[ExtraUnit, ...], nodes: Mapping[str, Node], config: Config) -> dict[str, Node]:
+    """Extra units sit at their anchor's wave, or one above it; an anchor may be another extra unit."""
+    placed: dict[str, Node] = {}
+    pending = list(units)
+    seen: set[str] = set()
+    for unit in units:
+        if unit.name in nodes or unit.name in seen:
+            raise WaveBotError(
+                f"extra unit '{unit.name}' has the name of another node", path=config.source, line=unit.line,
+                hint="give the extra unit a name of its own",
+            )
+        seen.add(unit.name)
+    while pending:
+        progress = False
+        for unit in list(pending):
+            anchor = nodes.get(unit.anchor) or placed.get(unit.anchor)
+            if anchor is None:
+                continue
+            wave = anchor.wave + 1 if unit.above else anchor.wave
+            placed[unit.name] = Node(unit.name, wave, "extra", (unit.anchor,))
+            pending.remove(unit)
+            progress = True
+        if not progress:
+            unit = pending[0]
+            if unit.anchor in seen:
+                raise WaveBotError(
+                    f"extra units are anchored to each other in a cycle: {', '.join(u.name for u in pending)}",
+                    path=config.source, line=unit.line, hint="anchor one of them to a catalog node",
+                )
+            known = [*nodes, *placed, *(u.name for u in units)]
+            raise WaveBotError(
+                f"extra unit '{unit.name}' is anchored to '{unit.anchor}', which is no node"
+                f"{did_you_mean(unit.anchor, known)}",
+                path=config.source,
+                line=unit.line,
+                hint="anchor it to a service in the catalog (or to a leaf such as a -db node)",
+            )
+    return placed

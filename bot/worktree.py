@@ -1,0 +1,220 @@
+"""The only module that touches the filesystem: reading the work tree, and applying a plan to it."""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Sequence
+
+from bot.errors import WaveBotError
+from bot.model import Change
+from bot.naming import is_safe_relpath
+from bot.tree import Entry, Kind, refuse_link, split
+from bot.yamlio import MAX_FILE_BYTES
+
+GitMove = Callable[[str, str], bool]
+"""Moves a tracked file with `git mv` (True), or declines for an untracked one (False)."""
+
+
+def _kind_of(mode: int) -> Kind:
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+class FsTree:
+    """The work tree under `root`, read without ever following a symbolic link."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        self._checked_dirs: set[str] = {""}
+
+    def _abs(self, path: str) -> str:
+        if path and not is_safe_relpath(path):
+            raise WaveBotError("is not a path inside the repository", path=path)
+        return os.path.join(self.root, path) if path else self.root
+
+    def _check_parents(self, path: str) -> bool:
+        """Whether every directory above `path` exists; a link among them is refused."""
+        parent = split(path)[0]
+        if parent in self._checked_dirs:
+            return True
+        if not self._check_parents(parent):
+            return False
+        kind = self.kind(parent)
+        if kind == "link":
+            raise refuse_link(parent)
+        if kind != "dir":
+            return False
+        self._checked_dirs.add(parent)
+        return True
+
+    def kind(self, path: str) -> Kind | None:
+        if not path:
+            return "dir"
+        if not self._check_parents(path):
+            return None
+        try:
+            return _kind_of(os.lstat(self._abs(path)).st_mode)
+        except FileNotFoundError:
+            return None
+
+    def entries(self, directory: str) -> list[Entry]:
+        kind = self.kind(directory)
+        if kind == "link":
+            raise refuse_link(directory)
+        if kind != "dir":
+            return []
+        with os.scandir(self._abs(directory)) as it:
+            return sorted(Entry(e.name, _kind_of(e.stat(follow_symlinks=False).st_mode)) for e in it)
+
+    def read(self, path: str) -> bytes:
+        if not self._check_parents(path):
+            raise WaveBotError("does not exist", path=path)
+        try:
+            fd = os.open(self._abs(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise refuse_link(path) from None
+            raise WaveBotError(f"cannot be read: {exc.strerror}", path=path) from None
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise WaveBotError("is not a regular file", path=path)
+            # One byte over the cap is enough for yamlio to report the size; never slurp a huge file.
+            return handle.read(MAX_FILE_BYTES + 1)
+
+
+def read_user_file(path: str) -> bytes:
+    """A file the user named on the command line (`--config`), which may live outside the repo."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise WaveBotError(f"cannot be read: {exc.strerror}", path=path) from None
+
+
+# ---- applying a plan -------------------------------------------------------------------------
+
+
+class _Journal:
+    """Undo steps for everything done so far, replayed in reverse when a later step fails."""
+
+    def __init__(self) -> None:
+        self.undo: list[Callable[[], None]] = []
+
+    def rollback(self) -> list[str]:
+        problems = []
+        for step in reversed(self.undo):
+            try:
+                step()
+            except OSError as exc:  # keep going: restore as much as possible
+                problems.append(str(exc))
+        return problems
+
+
+def _write_atomic(target: str, content: bytes, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".wave-bot-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class _Applier:
+    def __init__(self, tree: FsTree, git_move: GitMove | None) -> None:
+        self.tree = tree
+        self.git_move = git_move
+        self.journal = _Journal()
+
+    def ensure_dir(self, directory: str) -> None:
+        if not directory or self.tree.kind(directory) == "dir":
+            return
+        self.ensure_dir(split(directory)[0])
+        full = self.tree._abs(directory)
+        os.mkdir(full)
+        self.journal.undo.append(lambda: os.rmdir(full))
+
+    def prune_dir(self, directory: str) -> None:
+        """Remove `directory` once a change has emptied it (git keeps no empty directories)."""
+        full = self.tree._abs(directory)
+        if directory and self.tree.kind(directory) == "dir" and not os.listdir(full):
+            os.rmdir(full)
+            self.journal.undo.append(lambda: os.mkdir(full))
+
+    def write(self, change: Change) -> None:
+        assert change.content is not None
+        target = self.tree._abs(change.path)
+        self.ensure_dir(split(change.path)[0])
+        if self.tree.kind(change.path) == "file":
+            old = self.tree.read(change.path)
+            mode = stat.S_IMODE(os.lstat(target).st_mode)
+            _write_atomic(target, change.content, mode)
+            self.journal.undo.append(lambda: _write_atomic(target, old, mode))
+        else:
+            _write_atomic(target, change.content, 0o644)
+            self.journal.undo.append(lambda: os.unlink(target))
+
+    def move(self, change: Change) -> None:
+        assert change.source is not None
+        src, dst = change.source, change.path
+        self.ensure_dir(split(dst)[0])
+        if self.git_move is not None and self.git_move(src, dst):
+            self.journal.undo.append(lambda: self._git_move_back(dst, src))
+        else:
+            os.rename(self.tree._abs(src), self.tree._abs(dst))
+            self.journal.undo.append(lambda: os.rename(self.tree._abs(dst), self.tree._abs(src)))
+        self.prune_dir(split(src)[0])
+
+    def _git_move_back(self, src: str, dst: str) -> None:
+        assert self.git_move is not None
+        self.git_move(src, dst)
+
+    def delete(self, change: Change) -> None:
+        target = self.tree._abs(change.path)
+        old = self.tree.read(change.path)
+        mode = stat.S_IMODE(os.lstat(target).st_mode)
+        os.unlink(target)
+        self.journal.undo.append(lambda: _write_atomic(target, old, mode))
+        self.prune_dir(split(change.path)[0])
+
+
+def _preflight(tree: FsTree, changes: Sequence[Change]) -> None:
+    """Refuse the whole plan before touching anything when the tree is not what it expects."""
+    for change in changes:
+        kind = tree.kind(change.path)
+        if change.action == "move":
+            assert change.source is not None
+            if tree.kind(change.source) != "file":
+                raise WaveBotError("vanished or is not a regular file; nothing was changed", path=change.source)
+            if kind is not None:
+                raise WaveBotError(f"already exists; cannot move {change.source} here", path=change.path)
+        elif change.action in ("update", "delete") and kind != "file":
+            raise WaveBotError("vanished or is not a regular file; nothing was changed", path=change.path)
+        elif change.action == "create" and kind is not None:
+            raise WaveBotError("appeared while wave-bot ran; nothing was changed", path=change.path)
+
+
+def apply_changes(root: str, changes: Sequence[Change], git_move: GitMove | None = None) -> None:
+    """Apply `changes` under `root` all-or-nothing: on any failure the tree is restored, then it raises."""
+    tree = FsTree(root)
+    _preflight(tree, changes)
+    applier = _Applier(tree, git_move)
+    steps = {"create": applier.write, "update": applier.write, "move": applier.move, "delete": applier.delete}
+    try:
+        for change in changes:
+            steps[change.action](change)
+            tree._checked_dirs = {""}  # directories come and go while applying
+    except BaseException as exc:
+        problems = applier.journal.rollback()
+        if isinstance(exc, WaveBotError) or not isinstance(exc, Exception):
+            raise
+        detail = f"; restoring also failed: {'; '.join(problems)}" if problems else "; the work tree was restored"
+        raise WaveBotError(f"applying the plan failed: {exc}{detail}", path=root, exit_code=1) from exc
