@@ -1,0 +1,170 @@
+"""Shared fixtures: small real repositories built in tmp_path, real git, real kubectl."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parent.parent
+EXAMPLE = PROJECT / "examples" / "homelab"
+
+# Tests never inherit a developer's git identity, hooks or signing setup.
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.com",
+    "GIT_COMMITTER_NAME": "Test Author",
+    "GIT_COMMITTER_EMAIL": "author@example.com",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in [k for k in os.environ if k.startswith("GIT_")]:
+        monkeypatch.delenv(key)
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+
+
+def git(cwd: Path | str, *args: str) -> str:
+    """Run git in `cwd` and return its stdout; a failure fails the test with git's stderr."""
+    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    assert result.returncode == 0, f"git {' '.join(args)} failed: {result.stderr}"
+    return result.stdout
+
+
+def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under `root` (outside .git) with its bytes: compare before/after to prove nothing changed."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if ".git" in path.relative_to(root).parts:
+            continue
+        if path.is_symlink():
+            out[str(path.relative_to(root))] = b"-> " + os.readlink(path).encode()
+        elif path.is_file():
+            out[str(path.relative_to(root))] = path.read_bytes()
+        elif path.is_dir():
+            out[str(path.relative_to(root)) + "/"] = b""
+    return out
+
+
+def service(name: str, *deps: str) -> str:
+    """A ServiceDefinition in the catalog's usual shape."""
+    lines = [
+        "apiVersion: catalog.example.dev/v1alpha1",
+        "kind: ServiceDefinition",
+        "metadata:",
+        f"  name: {name}",
+        "spec:",
+    ]
+    if deps:
+        lines.append("  dependencies:")
+        lines += [f"    - to: {d}" for d in deps]
+    else:
+        lines[-1] = "spec: {}"
+    return "\n".join(lines) + "\n"
+
+
+def deployment(name: str, namespace: str | None = None) -> str:
+    """A small but valid app manifest: Deployment + Service."""
+    ns = namespace or name
+    return f"""apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+  namespace: {ns}
+spec:
+  selector:
+    matchLabels:
+      app: {name}
+  template:
+    metadata:
+      labels:
+        app: {name}
+    spec:
+      containers:
+        - name: {name}
+          image: registry.example/{name}:1.0
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {name}
+  namespace: {ns}
+spec:
+  selector:
+    app: {name}
+  ports:
+    - port: 80
+"""
+
+
+def pvc(name: str, namespace: str) -> str:
+    return f"""apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+"""
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[..., Path]:
+    """Build a git repository with `files`, committed on `main`, and a bare `origin` it tracks."""
+
+    def make(files: Mapping[str, str | bytes], *, name: str = "repo", commit: bool = True) -> Path:
+        origin = tmp_path / f"{name}-origin.git"
+        work = tmp_path / name
+        git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+        git(tmp_path, "init", "-q", "-b", "main", str(work))
+        write_files(work, files)
+        if commit:
+            git(work, "add", "-A")
+            git(work, "commit", "-q", "-m", "initial layout")
+            git(work, "remote", "add", "origin", str(origin))
+            git(work, "push", "-q", "-u", "origin", "main")
+        return work
+
+    return make
+
+
+@pytest.fixture
+def example_repo(make_repo: Callable[..., Path]) -> Path:
+    """A committed copy of examples/homelab with its own git history and origin."""
+    files = {
+        str(p.relative_to(EXAMPLE)): p.read_bytes() for p in EXAMPLE.rglob("*") if p.is_file()
+    }
+    return make_repo(files, name="homelab")
+
+
+@pytest.fixture(scope="session")
+def kubectl() -> Callable[[Path | str], subprocess.CompletedProcess[str]]:
+    """`kubectl kustomize DIR`. Missing kubectl fails the run: these tests prove output builds."""
+    binary = shutil.which("kubectl")
+    if binary is None:
+        pytest.fail("kubectl (with kustomize v5) is required for the test suite and is not on PATH")
+
+    def build(directory: Path | str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([binary, "kustomize", str(directory)], capture_output=True, text=True)
+
+    return build
