@@ -43,10 +43,10 @@ def _plan(args: argparse.Namespace) -> Plan:
     return make_plan(tree, config)
 
 
-def _print(plan: Plan, fmt: str) -> None:
+def _print(plan: Plan, fmt: str, applied: bool = False) -> None:
     from bot.report import render
 
-    sys.stdout.write(render(plan, fmt))
+    sys.stdout.write(render(plan, fmt, applied))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -69,7 +69,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     plan = _plan(args)
     if plan.changes:
         apply_changes(args.path, plan.changes, git.mover(args.path))
-    _print(plan, args.format)
+    _print(plan, args.format, applied=True)
     return 0
 
 

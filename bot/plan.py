@@ -10,7 +10,8 @@ from bot.catalog import load_catalog
 from bot.config import Config
 from bot.model import Change, Finding
 from bot.placement import KUSTOMIZATION, AppFile, existing_waves, place_files
-from bot.tree import Tree
+from bot.errors import WaveBotError
+from bot.tree import Tree, refuse_link
 from bot.waves import WaveGraph, compute_waves
 
 
@@ -107,8 +108,11 @@ def _writes(tree: Tree, generated: Mapping[str, bytes]) -> list[Change]:
         kind = tree.kind(path)
         if kind is None:
             changes.append(Change("create", path, content=content))
-        elif kind != "file" or tree.read(path) != content:
-            # A link or directory in place of a generated file is caught when reading it (refused).
+        elif kind != "file":
+            raise refuse_link(path) if kind == "link" else WaveBotError(
+                "stands where wave-bot writes a generated file", path=path, hint="move it away"
+            )
+        elif tree.read(path) != content:
             changes.append(Change("update", path, content=content))
     return changes
 

@@ -28,7 +28,7 @@ def _file_order(names: list[str]) -> list[str]:
     return sorted(names, key=lambda name: (len(name.split(".")[0]), name))
 
 
-def to_text(plan: Plan) -> str:
+def to_text(plan: Plan, applied: bool = False) -> str:
     rows = [("wave", "unit", "files"), *_unit_rows(plan)]
     width = [max(len(r[i]) for r in rows) for i in range(2)]
     lines = [f"{w:<{width[0]}}  {u:<{width[1]}}  {f}".rstrip() for w, u, f in rows]
@@ -37,15 +37,16 @@ def to_text(plan: Plan) -> str:
         lines += ["", "Computed, not placed (no app files yet): " + ", ".join(pending)]
     lines.append("")
     if plan.changes:
-        lines.append(f"{len(plan.changes)} change(s) to apply:")
+        lines.append(f"{len(plan.changes)} change(s) {'applied' if applied else 'to apply'}:")
         for change in plan.changes:
             arrow = f"{change.source} -> {change.path}" if change.source else change.path
             lines.append(f"  {change.action:<7} {arrow}")
     else:
         lines.append("The wave layout is up to date.")
-    if plan.findings:
+    findings = [f for f in plan.findings if f.code != "not-onboarded"]  # listed above already
+    if findings:
         lines += ["", "Findings:"]
-        lines += [f"  {f.severity:<7} {f.code}: {f.message}" for f in plan.findings]
+        lines += [f"  {f.severity:<7} {f.code}: {f.message}" for f in findings]
     return "\n".join(lines) + "\n"
 
 
@@ -53,11 +54,11 @@ def to_json(plan: Plan) -> str:
     return json.dumps(plan.to_json(), indent=2, sort_keys=False) + "\n"
 
 
-def render(plan: Plan, fmt: str) -> str:
+def render(plan: Plan, fmt: str, applied: bool = False) -> str:
     if fmt == "json":
         return to_json(plan)
     if fmt == "markdown":
         from bot.markdown import to_markdown
 
         return to_markdown(plan)
-    return to_text(plan)
+    return to_text(plan, applied)

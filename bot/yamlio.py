@@ -10,6 +10,7 @@ by ruamel's C safe loader, which knows only the YAML core tags.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -316,10 +317,14 @@ def load(data: bytes, path: str) -> list[Document]:
         while loader.check_data():
             values.append(loader.get_data())
     except MarkedYAMLError as exc:
-        problem = exc.problem or str(exc).splitlines()[0]
-        if "could not determine a constructor" in str(problem):
-            problem = f"unsupported YAML tag ({problem.split('tag')[-1].strip()}); only plain YAML is read"
-        raise _error(path, str(problem), _mark_line(exc, data)) from None
+        problem = str(exc.problem or str(exc).splitlines()[0])
+        tag = re.search(r"tag '([^']*)'", problem)
+        if "could not determine a constructor" in problem and tag:
+            name = tag.group(1).replace("tag:yaml.org,2002:", "!!")
+            problem = f"unsupported YAML tag {name}; wave-bot reads plain YAML only"
+        else:
+            problem = f"invalid YAML: {problem}"
+        raise _error(path, problem, _mark_line(exc, data)) from None
     except YAMLError as exc:
         raise _yaml_error(exc, data, path) from None
     except RecursionError:  # pragma: no cover - MAX_DEPTH keeps us far from it
