@@ -1,0 +1,142 @@
+"""Every input error: a clear message naming file and line, exit 2, and a work tree left exactly as it was."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from conftest import deployment, service, snapshot
+
+BASE = {
+    "catalog/web.yaml": service("web", "api"),
+    "catalog/api.yaml": service("api", "api-db"),
+    "apps/web.yaml": deployment("web"),
+    "apps/api.yaml": deployment("api"),
+}
+
+CASES: dict[str, tuple[dict[str, str], list[str]]] = {
+    "yaml-syntax": (
+        {"catalog/api.yaml": "metadata:\n  name: api\nspec:\n  dependencies: [api-db\n"},
+        ["catalog/api.yaml:5:", "invalid YAML", "flow sequence"],
+    ),
+    "not-a-mapping": (
+        {"catalog/api.yaml": "- api\n- api-db\n"},
+        ["catalog/api.yaml:1:", "is not a mapping"],
+    ),
+    "missing-name": (
+        {"catalog/api.yaml": "kind: ServiceDefinition\nspec:\n  dependencies: [{to: api-db}]\n"},
+        ["catalog/api.yaml:1:", "has no name", "metadata.name"],
+    ),
+    "duplicate-name": (
+        {"catalog/api-copy.yaml": service("api")},
+        ["catalog/api.yaml:4:", "declares 'api', already declared in catalog/api-copy.yaml:4"],
+    ),
+    "name-not-dns": (
+        {"catalog/api.yaml": "metadata:\n  name: API_Server\n"},
+        ["catalog/api.yaml:2:", "'API_Server' is not a DNS-1123 label"],
+    ),
+    "name-path-trick": (
+        {"catalog/api.yaml": "metadata:\n  name: ../../etc/x\n"},
+        ["catalog/api.yaml:2:", "'../../etc/x' is not a DNS-1123 label"],
+    ),
+    "self-dependency": (
+        {"catalog/api.yaml": service("api", "api-db", "api")},
+        ["catalog/api.yaml:8:", "'api' depends on itself"],
+    ),
+    "unknown-dependency": (
+        {"catalog/web.yaml": service("web", "apii")},
+        ["catalog/web.yaml:7:", "'web' depends on 'apii', which has no ServiceDefinition", "did you mean 'api'?",
+         "leaf_patterns"],
+    ),
+    "cycle": (
+        {"catalog/api.yaml": service("api", "worker"), "catalog/worker.yaml": service("worker", "web")},
+        ["catalog/api.yaml:7:", "dependency cycle: api -> worker -> web -> api"],
+    ),
+    "bad-dependency-item": (
+        {"catalog/web.yaml": "metadata:\n  name: web\nspec:\n  dependencies:\n    - to: [api]\n"},
+        ["catalog/web.yaml:5:", "dependency 1 of 'web' must name a service"],
+    ),
+    "multi-document-catalog-file": (
+        {"catalog/web.yaml": service("web") + "---\n" + service("web2")},
+        ["catalog/web.yaml:6:", "holds 2 YAML documents; expected one"],
+    ),
+    "python-tag": (
+        {"catalog/web.yaml": "metadata:\n  name: !!python/object:os.system web\n"},
+        ["catalog/web.yaml:2:", "unsupported YAML tag"],
+    ),
+    "binary-file": (
+        {"catalog/web.yaml": "metadata:\n  name: web\n\udcff\n"},
+        ["catalog/web.yaml", "not a UTF-8 text file"],
+    ),
+    "config-unknown-key": (
+        {".wave-bot.yaml": "catalog_dir: catalog\nleaf_pattern: ['*-db']\n"},
+        [".wave-bot.yaml:2:", "unknown key 'leaf_pattern' (did you mean 'leaf_patterns'?)"],
+    ),
+    "config-wrong-type": (
+        {".wave-bot.yaml": "leaf_patterns: '*-db'\n"},
+        [".wave-bot.yaml:1:", "'leaf_patterns' must be a list of strings"],
+    ),
+    "config-path-outside": (
+        {".wave-bot.yaml": "apps_dir: ../elsewhere\n"},
+        [".wave-bot.yaml:1:", "'apps_dir' must be a relative path inside the repository"],
+    ),
+    "config-bad-wave-name": (
+        {".wave-bot.yaml": "wave_name: 'Apps_{n}'\n"},
+        [".wave-bot.yaml:1:", "'wave_name' must contain '{n}' once and give a DNS-1123 name"],
+    ),
+    "extra-unit-unknown-anchor": (
+        {".wave-bot.yaml": "extra_units:\n  - name: runner\n    anchor: wbe\n"},
+        [".wave-bot.yaml:2:", "extra unit 'runner' is anchored to 'wbe', which is no node", "did you mean 'web'?"],
+    ),
+    "template-lacks-source": (
+        {".wave-bot.yaml": "kustomization_template:\n  spec:\n    interval: 5m\n    prune: true\n"},
+        [".wave-bot.yaml", "lacks spec.sourceRef"],
+    ),
+    "template-sets-path": (
+        {".wave-bot.yaml": "kustomization_template:\n  spec:\n    path: ./apps\n"},
+        [".wave-bot.yaml:1:", "kustomization_template sets spec.path"],
+    ),
+    "two-files-one-target": (
+        {"apps/wave-1/web.yaml": deployment("web")},
+        ["both apps/web.yaml and apps/wave-1/web.yaml belong at apps/wave-2/web.yaml"],
+    ),
+}
+
+
+def _encode(files: dict[str, str]) -> dict[str, str | bytes]:
+    # Lone surrogates stand for raw bytes that are not UTF-8.
+    return {k: v.encode("utf-8", "surrogateescape") if "\udcff" in v else v for k, v in files.items()}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("command", ["plan", "apply", "check"])
+def test_input_error_is_clear_exits_2_and_changes_nothing(
+    case: str, command: str, make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    files, expected = CASES[case]
+    repo = make_repo(_encode({**BASE, **files}))
+    before = snapshot(repo)
+
+    code = main([command, str(repo)])
+
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("wave-bot: error: ")
+    for text in expected:
+        assert text in err
+    assert "Traceback" not in err
+    assert snapshot(repo) == before
+
+
+def test_missing_catalog_directory_says_where_to_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "no catalog directory 'catalog'" in err
+    assert "set catalog_dir in .wave-bot.yaml" in err
+
+
+def test_path_that_is_not_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(tmp_path / "nope")]) == 2
+    assert "is not a directory" in capsys.readouterr().err

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import pytest
+
+from bot import yamlio
+from bot.errors import WaveBotError
+
+MANIFEST = b"""apiVersion: v1
+kind: Namespace
+metadata:
+  name: gitea
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: gitea-data
+  namespace: gitea
+  annotations:
+    kustomize.toolkit.fluxcd.io/prune: disabled
+spec:
+  resources: {requests: {storage: 1Gi}}
+"""
+
+
+def test_scan_reports_lines_and_captured_scalars_per_document() -> None:
+    docs = yamlio.scan(MANIFEST, "gitea.yaml", capture=lambda p: p[:1] == ("metadata",) or p == ("kind",))
+    assert [d.start_line for d in docs] == [1, 5]
+    assert docs[0].scalars == {("kind",): "Namespace", ("metadata", "name"): "gitea"}
+    assert docs[1].scalars[("metadata", "annotations", "kustomize.toolkit.fluxcd.io/prune")] == "disabled"
+    assert docs[1].lines[("metadata", "namespace")] == 10
+    assert docs[1].line(("spec", "resources", "requests", "storage", "deeper")) == 14
+    assert all(d.is_mapping and not d.empty for d in docs)
+
+
+def test_scan_marks_empty_and_non_mapping_documents() -> None:
+    docs = yamlio.scan(b"---\n---\n- a\n---\nnull\n", "x.yaml")
+    assert [(d.empty, d.is_mapping) for d in docs] == [(True, False), (False, False), (True, False)]
+
+
+def test_load_constructs_with_safe_types_and_keeps_lines() -> None:
+    doc = yamlio.load_one(b"a: 1\nb:\n  - x\n  - {to: y}\n", "f.yaml")
+    assert doc is not None
+    assert doc.value == {"a": 1, "b": ["x", {"to": "y"}]}
+    assert doc.info.line(("b", 1, "to")) == 4
+
+
+def test_load_one_of_an_empty_file_is_none() -> None:
+    assert yamlio.load_one(b"# only a comment\n", "f.yaml") is None
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"a: [1, 2\nb: 3\n", "f.yaml:2: invalid YAML"),
+        (b"a: b: c\n", "f.yaml:1: invalid YAML"),
+        (b"a: 1\n\xff\xfe\n", "not a UTF-8 text file"),
+        (b"\x00\x01\x02", "not a UTF-8 text file"),
+        (b"a: !!python/object/apply:os.system [echo hi]\n", "f.yaml:1: unsupported YAML tag !!python/object/apply:os.system"),
+        (b"a: *nothing\n", "f.yaml:1: invalid YAML"),
+        (b"a: 1\na: 2\n", "f.yaml:2: invalid YAML: found duplicate key"),
+    ],
+)
+def test_load_errors_name_file_and_line(data: bytes, message: str) -> None:
+    with pytest.raises(WaveBotError) as exc:
+        yamlio.load(data, "f.yaml")
+    assert message in str(exc.value)
+
+
+def test_billion_laughs_is_refused_without_expanding() -> None:
+    lines = [b"a: &a [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 10):
+        prev, cur = chr(96 + i), chr(97 + i)
+        lines.append(f"{cur}: &{cur} [{', '.join(['*' + prev] * 9)}]".encode())
+    with pytest.raises(WaveBotError, match="expands to more than 1,000,000 nodes"):
+        yamlio.scan(b"\n".join(lines) + b"\n", "bomb.yaml")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"[" * 100_000 + b"]" * 100_000,  # libyaml is quadratic here: refused before it parses
+        b"- " * 5_000 + b"x\n",  # ruamel's C composer overflows the C stack here
+        b"".join(b"  " * i + b"k:\n" for i in range(300)),
+    ],
+    ids=["flow", "compact-sequence", "block"],
+)
+def test_deep_nesting_is_refused(data: bytes) -> None:
+    with pytest.raises(WaveBotError, match="nested more than 100 levels deep"):
+        yamlio.load(data, "deep.yaml")
+
+
+def test_brackets_inside_ordinary_files_are_fine() -> None:
+    data = b"---\nregex: '[a-z]{3}'\nlist: [[1, 2], [3, {a: [4]}]]\n" * 50
+    assert yamlio.load(data, "f.yaml")[0].value["list"] == [[1, 2], [3, {"a": [4]}]]
+
+
+def test_file_over_the_size_cap_is_refused() -> None:
+    data = b"a: " + b"x" * yamlio.MAX_FILE_BYTES + b"\n"
+    with pytest.raises(WaveBotError, match=r"wave-bot reads YAML files of at most 1,048,576"):
+        yamlio.scan(data, "big.yaml")
+
+
+def test_dump_keeps_key_order_quotes_ambiguous_strings_and_is_byte_stable() -> None:
+    value = {"kind": "K", "apiVersion": "v1", "spec": {"flag": "true", "zip": "012", "var": "${X}", "n": [1]}}
+    out = yamlio.dump(value, "# header\n")
+    assert out == yamlio.dump(value, "# header\n")
+    assert out.decode().splitlines() == [
+        "# header",
+        "kind: K",
+        "apiVersion: v1",
+        "spec:",
+        "  flag: 'true'",
+        "  zip: '012'",
+        "  var: ${X}",
+        "  n:",
+        "    - 1",
+    ]
+    assert yamlio.load(out, "f")[0].value == value
