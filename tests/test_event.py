@@ -1,0 +1,100 @@
+"""Reading the runner's environment and event payloads of both platforms."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.errors import WaveBotError
+from bot.event import read_event, read_inputs
+
+FORGE = Path(__file__).parent / "fixtures" / "forge"
+
+
+def pr_payload(platform: str, action: str, fixture: str = "pull_request.json") -> dict[str, Any]:
+    """A pull_request event payload built around the platform's real PR object."""
+    pr = json.loads((FORGE / platform / fixture).read_text())
+    payload: dict[str, Any] = {"action": action, "number": pr["number"], "pull_request": pr,
+                               "repository": pr["base"]["repo"], "sender": pr["user"]}
+    if platform == "gitea":
+        payload["commit_id"] = ""
+        payload["review"] = None
+    return payload
+
+
+def env(platform: str, **extra: str) -> dict[str, str]:
+    base = {
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_REPOSITORY": "acme/homelab-gitops",
+        "GITHUB_WORKSPACE": "/github/workspace",
+        "GITHUB_RUN_ID": "1234",
+        "GITHUB_REF_NAME": "7/merge",
+        "INPUT_TOKEN": "t0ken",
+    }
+    if platform == "github":
+        base |= {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_API_URL": "https://api.github.com"}
+    else:
+        base |= {"GITEA_ACTIONS": "true", "GITHUB_SERVER_URL": "https://gitea.home.example"}
+    return base | extra
+
+
+@pytest.mark.parametrize("platform, action", [("github", "synchronize"), ("gitea", "synchronized")])
+def test_pull_request_event_of_each_platform(platform: str, action: str) -> None:
+    payload = pr_payload(platform, action)
+    event = read_event(env(platform), json.dumps(payload).encode())
+    assert event.platform == platform
+    assert event.action == action
+    assert event.pull is not None
+    assert event.pull.number == payload["number"]
+    assert event.pull.head_ref == payload["pull_request"]["head"]["ref"]
+    assert event.pull.base_sha == payload["pull_request"]["base"]["sha"]
+    assert event.pull.head_repo == payload["pull_request"]["head"]["repo"]["full_name"]
+    assert event.api_url == ("https://api.github.com" if platform == "github" else "https://gitea.home.example/api/v1")
+    assert event.run_url == f"{env(platform)['GITHUB_SERVER_URL']}/acme/homelab-gitops/actions/runs/1234"
+
+
+def test_fork_and_deleted_head_repository() -> None:
+    fork = read_event(env("github"), json.dumps(pr_payload("github", "opened", "pull_request_fork.json")).encode())
+    assert fork.pull is not None and fork.pull.is_fork("acme/homelab-gitops")
+    gone = read_event(env("gitea"), json.dumps(pr_payload("gitea", "opened", "pull_request_head_deleted.json")).encode())
+    assert gone.pull is not None and gone.pull.head_repo is None and gone.pull.is_fork("acme/homelab-gitops")
+
+
+def test_dispatch_has_no_pull_request() -> None:
+    event = read_event(env("github", GITHUB_EVENT_NAME="workflow_dispatch", GITHUB_REF_NAME="main"),
+                       json.dumps({"inputs": {}, "ref": "refs/heads/main"}).encode())
+    assert event.pull is None and event.ref_name == "main"
+
+
+def test_inputs_defaults_and_hyphenated_names() -> None:
+    inputs = read_inputs({"INPUT_TOKEN": "x"})
+    assert (inputs.fix_overlays, inputs.commit, inputs.comment, inputs.fail_on) == (False, True, True, "error")
+    inputs = read_inputs({"INPUT_TOKEN": "x", "INPUT_FIX-OVERLAYS": "true", "INPUT_FAIL-ON": "warning",
+                          "INPUT_COMMIT": "false", "INPUT_CONFIG": "ops/wave-bot.yaml"})
+    assert (inputs.fix_overlays, inputs.commit, inputs.fail_on, inputs.config) == (True, False, "warning", "ops/wave-bot.yaml")
+
+
+@pytest.mark.parametrize(
+    "environment, message",
+    [
+        ({}, "no token: the 'token' input is empty"),
+        ({"INPUT_TOKEN": "x", "INPUT_COMMIT": "maybe"}, "input 'commit' must be true or false, got 'maybe'"),
+        ({"INPUT_TOKEN": "x", "INPUT_FAIL-ON": "info"}, "input 'fail-on' must be error, warning or never"),
+    ],
+)
+def test_bad_inputs(environment: dict[str, str], message: str) -> None:
+    with pytest.raises(WaveBotError, match=message):
+        read_inputs(environment)
+
+
+def test_outside_actions_says_what_to_run_instead() -> None:
+    with pytest.raises(WaveBotError, match="GITHUB_SERVER_URL is not set") as exc:
+        read_event({}, None)
+    assert "wave-bot plan" in (exc.value.hint or "")
+
+
+def test_payload_without_refs_is_an_error() -> None:
+    with pytest.raises(WaveBotError, match="lacks pull_request.head/base"):
+        read_event(env("github"), json.dumps({"action": "opened", "pull_request": {"number": 1}}).encode())
