@@ -22,18 +22,28 @@ if TYPE_CHECKING:
 BUG_EXIT = 3
 
 
-def _load(args: argparse.Namespace) -> tuple[Tree, Config]:
+def load_config(tree: Tree, path: str | None, in_repo: bool = False) -> Config:
+    """`path` (a file anywhere from the command line, a repo path from the action), else `.wave-bot.yaml`."""
     from bot.config import CONFIG_FILE, Config, parse_config
-    from bot.worktree import FsTree, read_user_file
+    from bot.worktree import read_user_file
+
+    if path and not in_repo:
+        return parse_config(read_user_file(path), path)
+    path = path or CONFIG_FILE
+    if tree.kind(path) is None:
+        if path != CONFIG_FILE:
+            raise WaveBotError("config file not found in the repository", path=path)
+        return Config()
+    return parse_config(tree.read(path), path)
+
+
+def _load(args: argparse.Namespace) -> tuple[Tree, Config]:
+    from bot.worktree import FsTree
 
     if not os.path.isdir(args.path):
         raise WaveBotError("is not a directory", path=args.path, hint="pass the root of a GitOps repository")
     tree = FsTree(args.path)
-    if args.config:
-        return tree, parse_config(read_user_file(args.config), args.config)
-    if tree.kind(CONFIG_FILE) is not None:
-        return tree, parse_config(tree.read(CONFIG_FILE), CONFIG_FILE)
-    return tree, Config()
+    return tree, load_config(tree, args.config)
 
 
 def _plan(args: argparse.Namespace) -> Plan:
@@ -73,6 +83,12 @@ def cmd_apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from bot.action import main as action_main
+
+    return action_main()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wave-bot",
@@ -91,11 +107,17 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--config", metavar="FILE", help="config file (default: PATH/.wave-bot.yaml)")
         sub.add_argument("--format", choices=("text", "json", "markdown"), default="text", help="output format")
         sub.set_defaults(func=func)
+    run = commands.add_parser("run", help="the GitHub/Gitea Actions entrypoint (reads GITHUB_* variables)")
+    run.set_defaults(func=cmd_run)
     return parser
 
 
 def _report_error(exc: WaveBotError) -> None:
     sys.stderr.write(f"wave-bot: error: {exc}\n")
+    if os.environ.get("GITHUB_ACTIONS") == "true" or os.environ.get("GITEA_ACTIONS") == "true":
+        from bot.action import error_annotation
+
+        sys.stdout.write(error_annotation(exc))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from bot.errors import WaveBotError
 from bot.tree import Entry, Kind, refuse_link
@@ -12,22 +14,35 @@ from bot.yamlio import MAX_FILE_BYTES
 LINK_MODE = 0o120000
 
 
-def mover(root: str) -> Callable[[str, str], bool] | None:
-    """A `git mv` for files tracked in the work tree holding `root`; None outside a work tree.
-
-    Paths given to the mover are relative to `root`, which may be a subdirectory of the work tree.
-    The mover returns False for an untracked file, which the caller then renames itself.
-    """
+def _open(root: str, env: dict[str, str] | None) -> Any:
+    """The git.Repo holding `root` (None outside a work tree), running git with `env` added."""
     import git
 
     try:
         repo = git.Repo(root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return None
-    if repo.bare or repo.working_tree_dir is None:
+    if env:
+        repo.git.update_environment(**env)
+    return repo
+
+
+def _prefix(repo: Any, root: str) -> str:
+    """`root` relative to the work tree's top, as a path prefix ('' at the top)."""
+    rel = os.path.relpath(os.path.realpath(root), os.path.realpath(repo.working_tree_dir))
+    return "" if rel == "." else rel.replace(os.sep, "/") + "/"
+
+
+def mover(root: str, env: dict[str, str] | None = None) -> Callable[[str, str], bool] | None:
+    """A `git mv` for files tracked in the work tree holding `root`; None outside a work tree.
+
+    Paths given to the mover are relative to `root`, which may be a subdirectory of the work tree.
+    The mover returns False for an untracked file, which the caller then renames itself.
+    """
+    repo = _open(root, env)
+    if repo is None or repo.bare or repo.working_tree_dir is None:
         return None
-    prefix = os.path.relpath(os.path.realpath(root), os.path.realpath(repo.working_tree_dir))
-    prefix = "" if prefix == "." else prefix.replace(os.sep, "/") + "/"
+    prefix = _prefix(repo, root)
     tracked = set(repo.git.ls_files("-z", "--", prefix or ".").split("\0"))
 
     def move(src: str, dst: str) -> bool:
@@ -47,21 +62,19 @@ class GitTree:
     `root` may be a subdirectory of the work tree; paths are relative to it, as for `FsTree`.
     """
 
-    def __init__(self, root: str, rev: str) -> None:
+    def __init__(self, root: str, rev: str, env: dict[str, str] | None = None) -> None:
         import git
 
+        repo = _open(root, env)
+        if repo is None or repo.working_tree_dir is None:
+            raise WaveBotError("is not inside a git work tree, so a base revision cannot be read", path=root)
         try:
-            self._repo = git.Repo(root, search_parent_directories=True)
-            commit = self._repo.commit(rev)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise WaveBotError("is not inside a git repository, so --base cannot be read", path=root) from None
+            commit = repo.commit(rev)
         except (git.BadName, ValueError, git.GitCommandError):
             raise WaveBotError(
                 f"unknown revision '{rev}'", hint="fetch it first (git fetch origin <branch>) or pass a commit SHA"
             ) from None
-        assert self._repo.working_tree_dir is not None
-        prefix = os.path.relpath(os.path.realpath(root), os.path.realpath(self._repo.working_tree_dir))
-        self._prefix = "" if prefix == "." else prefix.replace(os.sep, "/")
+        self._prefix = _prefix(repo, root).rstrip("/")
         self._root = commit.tree
         self.rev = commit.hexsha
 
@@ -99,3 +112,160 @@ class GitTree:
         if obj.mode == LINK_MODE:
             raise refuse_link(path)
         return bytes(obj.data_stream.read(MAX_FILE_BYTES + 1))
+
+
+# ---- the action's work tree -------------------------------------------------------------------
+
+BOT_TRAILER = "Generated-by: flux-wave-bot"
+# How git says "the branch moved under us" and "you may not push here" (status codes as git prints
+# them: a path in the message may well contain "403").
+_PUSH_RACE = re.compile(r"\[rejected\]|non-fast-forward|fetch first|stale info")
+_PUSH_REFUSED = re.compile(
+    r"\[remote rejected\]|returned error: 40[13]|permission to \S+ denied|protected branch"
+    r"|authentication failed|could not read username|write access to repository not granted",
+)
+
+
+@dataclass(frozen=True)
+class PushResult:
+    outcome: Literal["pushed", "race", "refused"]
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    email: str
+
+
+def valid_branch(name: str) -> bool:
+    """Whether `name` is a branch name git accepts (and not one that could pass for an option)."""
+    import subprocess
+
+    if not name or name.startswith("-") or any(c in name for c in "\n\r\t\0 ~^:?*[\\"):
+        return False
+    check = subprocess.run(["git", "check-ref-format", f"refs/heads/{name}"], capture_output=True)
+    return check.returncode == 0
+
+
+def auth_env(server_url: str, token: str) -> dict[str, str]:
+    """Git configuration, passed through the environment, that authenticates HTTP to the forge only.
+
+    Nothing is written to .git/config and nothing appears on a command line. The empty value first
+    resets any header a checkout step persisted, so the forge never receives two Authorization headers.
+    """
+    import base64
+
+    header = "AUTHORIZATION: basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    key = f"http.{server_url.rstrip('/')}/.extraheader"
+    pairs = [(key, ""), (key, header)]
+    env = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_TERMINAL_PROMPT": "0"}
+    for i, (k, v) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = k, v
+    return env
+
+
+class Workspace:
+    """The repository the action runs in: fetch, check out, commit and push, never force."""
+
+    def __init__(self, path: str, env: dict[str, str]) -> None:
+        import git
+
+        config = dict(env)
+        # Container actions run as root on a workspace owned by the runner's user: without this git
+        # refuses the repository ("dubious ownership"). Command-scope config, not ~/.gitconfig.
+        count = int(config.get("GIT_CONFIG_COUNT", "0"))
+        config[f"GIT_CONFIG_KEY_{count}"], config[f"GIT_CONFIG_VALUE_{count}"] = "safe.directory", os.path.realpath(path)
+        # Never run hooks from the repository being read.
+        config[f"GIT_CONFIG_KEY_{count + 1}"], config[f"GIT_CONFIG_VALUE_{count + 1}"] = "core.hooksPath", os.devnull
+        config["GIT_CONFIG_COUNT"] = str(count + 2)
+        self._env = config
+        try:
+            self.repo = git.Repo(path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise WaveBotError("is not a git checkout", path=path,
+                               hint="run actions/checkout before wave-bot", exit_code=1) from None
+        self.repo.git.update_environment(**config)
+        self.path = path
+
+    def git(self, *args: str) -> str:
+        import git
+
+        try:
+            return str(self.repo.git.execute(["git", *args], env=self._env))
+        except git.GitCommandError as exc:
+            raise WaveBotError(f"git {args[0]} failed: {_stderr(exc)}", exit_code=1) from None
+
+    def fetch(self, *refspecs: str) -> None:
+        self.git("fetch", "--no-tags", "--quiet", "origin", *refspecs)
+
+    def mover(self) -> Callable[[str, str], bool] | None:
+        return mover(self.path, self._env)
+
+    def tree_at(self, rev: str) -> GitTree:
+        return GitTree(self.path, rev, self._env)
+
+    def has_commit(self, sha: str) -> bool:
+        import git
+
+        try:
+            self.repo.git.execute(["git", "cat-file", "-e", f"{sha}^{{commit}}"], env=self._env)
+            return True
+        except git.GitCommandError:
+            return False
+
+    def checkout(self, branch: str | None, start: str) -> None:
+        """Check out `start`, on local `branch` (created or reset to it) or detached."""
+        if branch is None:
+            self.git("checkout", "--quiet", "--detach", start, "--")
+        else:
+            self.git("checkout", "--quiet", "-B", branch, start, "--")
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD").strip()
+
+    def head_is_bots(self) -> bool:
+        return BOT_TRAILER in self.git("log", "-1", "--format=%B")
+
+    def stage(self, paths: list[str]) -> None:
+        """Stage exactly `paths` (additions, changes and deletions), nothing else in the tree."""
+        present = sorted(p for p in set(paths) if os.path.lexists(os.path.join(self.path, p)))
+        gone = sorted(set(paths) - set(present))
+        if present:
+            self.git("add", "--all", "--", *present)
+        if gone:  # a `git mv` already recorded most of these; the rest were renamed or deleted
+            self.git("rm", "--quiet", "--cached", "--ignore-unmatch", "--", *gone)
+
+    def staged_diff(self) -> str:
+        return self.git("diff", "--cached", "--find-renames", "--no-color", "--no-ext-diff")
+
+    def commit(self, message: str, author: Identity) -> str:
+        identity = {"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email,
+                    "GIT_COMMITTER_NAME": author.name, "GIT_COMMITTER_EMAIL": author.email}
+        with self.repo.git.custom_environment(**identity):
+            self.git("commit", "--quiet", "--no-verify", "--no-gpg-sign", "-m", message)
+        return self.head()
+
+    def push(self, branch: str) -> PushResult:
+        import git
+
+        refspec = f"HEAD:refs/heads/{branch}"  # explicit: never a force, never another ref
+        try:
+            self.repo.git.execute(["git", "push", "origin", refspec], env=self._env)
+        except git.GitCommandError as exc:
+            detail = _stderr(exc)
+            lowered = detail.lower()
+            # A hook or branch protection ("[remote rejected]") is a refusal even when the reason
+            # mentions fast-forwards, so look for refusals first.
+            if _PUSH_REFUSED.search(lowered):
+                return PushResult("refused", detail)
+            if _PUSH_RACE.search(lowered):
+                return PushResult("race", detail)
+            raise WaveBotError(f"git push failed: {detail}", exit_code=1) from None
+        return PushResult("pushed")
+
+
+def _stderr(exc: Any) -> str:
+    text = str(getattr(exc, "stderr", "") or exc).strip()
+    text = text.removeprefix("stderr: ").strip("'\" \n")
+    return " ".join(text.split())[:600]

@@ -41,7 +41,7 @@ def existing_waves(tree: Tree, config: Config) -> set[int]:
     return waves  # type: ignore[return-value]
 
 
-def _candidates(tree: Tree, config: Config) -> list[tuple[str, int | None, bool]]:
+def app_entries(tree: Tree, config: Config) -> list[tuple[str, int | None, bool]]:
     """(path, current wave, is a directory) of every unit-bearing entry under apps/."""
     found: list[tuple[str, int | None, bool]] = []
     folders: list[tuple[str, int | None]] = [(config.apps_dir, None)]
@@ -94,7 +94,7 @@ def place_files(tree: Tree, graph: WaveGraph, config: Config) -> list[AppFile]:
     explicit = _explicit_files(config)
     files: list[AppFile] = []
     targets: dict[str, str] = {}
-    for path, wave, is_dir in _candidates(tree, config):
+    for path, wave, is_dir in app_entries(tree, config):
         name = path.rsplit("/", 1)[-1]
         node = None if is_dir else owner(name, graph.nodes, config, explicit)
         if node is None:

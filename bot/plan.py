@@ -9,7 +9,7 @@ from bot import render
 from bot.catalog import load_catalog
 from bot.config import Config
 from bot.model import Change, Finding
-from bot.placement import KUSTOMIZATION, AppFile, existing_waves, place_files
+from bot.placement import KUSTOMIZATION, AppFile, app_entries, existing_waves, place_files
 from bot.errors import WaveBotError
 from bot.tree import Tree, refuse_link
 from bot.waves import WaveGraph, compute_waves
@@ -27,6 +27,8 @@ class Plan:
     changes: tuple[Change, ...]
     findings: tuple[Finding, ...]
     template_source: str
+    base_waves: Mapping[str, int | None] | None = None
+    """File name -> its wave at the base revision (None: directly under apps/), when a base was given."""
 
     def placement(self) -> dict[int, list[str]]:
         """Wave -> repo-relative paths of the files it holds once applied."""
@@ -50,7 +52,27 @@ class Plan:
 
     @property
     def moves(self) -> list[AppFile]:
+        """Files this plan moves."""
         return [f for f in self.files if f.moves]
+
+    def wave_moves(self) -> list[tuple[str, int | None, int]]:
+        """(file name, wave before, wave after) for every placed file whose wave differs from the base's.
+
+        Against the base revision when there is one, so a PR's report reads the same before and
+        after wave-bot's own commit; else against the work tree. 'before' is None for a file new
+        to the waves (new, or directly under apps/).
+        """
+        out = []
+        for file in self.files:
+            if file.node is None or file.target_wave is None:
+                continue
+            if self.base_waves is not None:
+                before = self.base_waves.get(file.name)
+            else:
+                before = file.wave
+            if before != file.target_wave:
+                out.append((file.name, before, file.target_wave))
+        return sorted(out, key=lambda m: (m[2], m[0]))
 
     def has_errors(self) -> bool:
         return any(f.severity == "error" for f in self.findings)
@@ -65,8 +87,12 @@ class Plan:
         }
 
 
-def make_plan(tree: Tree, config: Config) -> Plan:
-    """Compute the wave layout `tree` should have and the changes that get it there."""
+def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays: bool = False) -> Plan:
+    """Compute the wave layout `tree` should have and the changes that get it there.
+
+    `base` is the deployed revision (the PR base) for the prune-hazard checks; `fix_overlays` adds
+    the changes that give new waves their base entry and SOPS decryption.
+    """
     graph = compute_waves(load_catalog(tree, config), config)
     files = place_files(tree, graph, config)
     targets = {f.target_wave for f in files if f.target_wave is not None}
@@ -77,6 +103,7 @@ def make_plan(tree: Tree, config: Config) -> Plan:
     changes = [Change("move", f.target, source=f.path) for f in files if f.moves]
     changes += _writes(tree, generated)
     findings = _placement_findings(files, graph, config)
+    base_waves = {path.rsplit("/", 1)[-1]: wave for path, wave, _ in app_entries(base, config)} if base else None
     return Plan(
         config=config,
         graph=graph,
@@ -85,6 +112,7 @@ def make_plan(tree: Tree, config: Config) -> Plan:
         changes=tuple(changes),
         findings=tuple(sorted(findings, key=Finding.sort_key)),
         template_source=template_source,
+        base_waves=base_waves,
     )
 
 

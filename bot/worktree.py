@@ -96,6 +96,12 @@ def read_user_file(path: str) -> bytes:
         raise WaveBotError(f"cannot be read: {exc.strerror}", path=path) from None
 
 
+def append_file(path: str, text: str) -> None:
+    """Append to a file the runner gave us (GITHUB_STEP_SUMMARY, GITHUB_OUTPUT)."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
 # ---- applying a plan -------------------------------------------------------------------------
 
 
