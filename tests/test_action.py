@@ -1,0 +1,270 @@
+"""`wave-bot run` end to end: real git repositories with a bare origin, each forge's API faked over HTTP."""
+from __future__ import annotations
+
+import functools
+import io
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import responses
+
+from bot import action
+from bot.errors import WaveBotError
+from bot.forge import make_forge
+from bot.git import Workspace
+from conftest import deployment, git, service, write_files
+from fakes import REPOSITORY, SERVERS, TOKEN, ForgeServer, _refuse_sleep
+
+BRANCH = "wave/podinfo-redis"  # the head.ref of the recorded PR fixtures
+NEW_SERVICE = {
+    "catalog/tautulli.yaml": service("tautulli", "plex"),
+    "apps/tautulli.yaml": deployment("tautulli"),
+}
+
+
+@dataclass
+class Scenario:
+    platform: str
+    origin: Path
+    work: Path  # a developer's clone, to push competing commits from
+    tmp: Path
+    server: ForgeServer
+    base_sha: str = ""
+    head_sha: str = ""
+
+    def pr_branch(self, files: dict[str, str | bytes], message: str = "onboard tautulli") -> None:
+        """Push a PR branch changing `files` (no regenerated layout) and point PR #7 at it."""
+        git(self.work, "checkout", "-q", "-B", BRANCH, "main")
+        write_files(self.work, files)
+        git(self.work, "add", "-A")
+        git(self.work, "commit", "-q", "-m", message)
+        git(self.work, "push", "-q", "-f", "origin", f"HEAD:refs/heads/{BRANCH}", "HEAD:refs/pull/7/head")
+        self.base_sha = git(self.work, "rev-parse", "main").strip()
+        self.head_sha = git(self.work, "rev-parse", "HEAD").strip()
+        pull = self.server.pulls[7]
+        pull["head"]["ref"], pull["head"]["sha"] = BRANCH, self.head_sha
+        pull["base"]["ref"], pull["base"]["sha"] = "main", self.base_sha
+
+    def fork(self) -> None:
+        pull = self.server.pulls[7]
+        pull["head"]["repo"] = {**pull["head"]["repo"], "full_name": "octo-contrib/gitops"}
+
+    def checkout(self, name: str = "workspace") -> Path:
+        """What actions/checkout leaves: a clone detached at the PR head (GitHub: its merge commit)."""
+        workspace = self.tmp / name
+        subprocess.run(["git", "clone", "-q", str(self.origin), str(workspace)], check=True)
+        git(workspace, "checkout", "-q", "--detach", self.head_sha or "main")
+        return workspace
+
+    def env(self, workspace: Path, event: str = "pull_request", **extra: str) -> dict[str, str]:
+        pull = self.server.pulls[7]
+        action_name = "synchronize" if self.platform == "github" else "synchronized"
+        payload = {"action": action_name, "number": 7, "pull_request": pull,
+                   "repository": pull["base"]["repo"], "sender": pull["user"]}
+        if event == "workflow_dispatch":
+            payload = {"inputs": {}, "ref": "refs/heads/main", "repository": pull["base"]["repo"]}
+        path = self.tmp / f"event-{len(list(self.tmp.glob('event-*')))}.json"
+        path.write_text(json.dumps(payload))
+        server_url = "https://github.com" if self.platform == "github" else "https://gitea.example.com"
+        env = {
+            "GITHUB_EVENT_NAME": event,
+            "GITHUB_EVENT_PATH": str(path),
+            "GITHUB_REPOSITORY": REPOSITORY,
+            "GITHUB_WORKSPACE": str(workspace),
+            "GITHUB_SERVER_URL": server_url,
+            "GITHUB_API_URL": self.server.api,
+            "GITHUB_RUN_ID": "987654321",
+            "GITHUB_REF_NAME": "main" if event == "workflow_dispatch" else "7/merge",
+            "GITHUB_STEP_SUMMARY": str(self.tmp / "summary.md"),
+            "GITHUB_OUTPUT": str(self.tmp / "output.txt"),
+            "INPUT_TOKEN": TOKEN,
+        }
+        if self.platform == "gitea":
+            env["GITEA_ACTIONS"] = "true"
+        return env | extra
+
+    def run(self, env: dict[str, str]) -> tuple[int, str]:
+        out = io.StringIO()
+        factory = functools.partial(make_forge, sleep=_refuse_sleep)
+        code = action.run(env, out=out, make_forge=factory)
+        return code, out.getvalue()
+
+    def outputs(self) -> dict[str, str]:
+        lines = (self.tmp / "output.txt").read_text().splitlines()
+        return dict(line.split("=", 1) for line in lines)
+
+    def origin_log(self, ref: str = BRANCH) -> list[str]:
+        return git(self.origin, "log", "--format=%H %an%n%B%x00", ref).split("\0")
+
+
+@pytest.fixture(params=["github", "gitea"])
+def scenario(request: pytest.FixtureRequest, example_repo: Path, tmp_path: Path) -> Iterator[Scenario]:
+    origin = example_repo.parent / "homelab-origin.git"
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        server = SERVERS[request.param](rsps)
+        yield Scenario(request.param, origin, example_repo, tmp_path, server)
+
+
+def test_first_run_pushes_one_commit_and_creates_one_comment(scenario: Scenario) -> None:
+    scenario.pr_branch(NEW_SERVICE)
+    code, log = scenario.run(scenario.env(scenario.checkout()))
+    assert code == 0, log
+
+    head, pushed_message = scenario.origin_log()[0].split("\n", 1)
+    sha, author = head.split(" ", 1)
+    assert author == ("github-actions[bot]" if scenario.platform == "github" else "flux-wave-bot")
+    assert "Generated-by: flux-wave-bot" in pushed_message
+    assert "- apps/tautulli.yaml -> apps/wave-1/tautulli.yaml" in pushed_message
+    assert git(scenario.origin, "rev-parse", f"{sha}~1").strip() == scenario.head_sha  # one commit, no force
+    tree = git(scenario.origin, "ls-tree", "-r", "--name-only", sha)
+    assert "apps/wave-1/tautulli.yaml" in tree and "apps/tautulli.yaml" not in tree
+
+    assert [w.split()[0] for w in scenario.server.writes] == ["POST"]
+    (body,) = scenario.server.bodies()
+    assert body.startswith(action.MARKER)
+    assert f"regenerated** by wave-bot in {sha[:12]}" in body
+    assert "| `tautulli.yaml` | new | wave 1 |" in body
+    assert scenario.outputs() == {"changed": "true", "max-wave": "2", "commit-sha": sha,
+                                  "comment-url": scenario.server.comments[0]["html_url"]}
+    assert (scenario.tmp / "summary.md").read_text() == body.removeprefix(action.MARKER + "\n")
+    assert f"platform={scenario.platform} api={scenario.server.api}" in log
+
+
+def test_second_run_pushes_nothing_and_writes_nothing(scenario: Scenario) -> None:
+    scenario.pr_branch(NEW_SERVICE)
+    assert scenario.run(scenario.env(scenario.checkout("first")))[0] == 0
+    tip = scenario.origin_log()[0]
+    scenario.head_sha = git(scenario.origin, "rev-parse", BRANCH).strip()
+    scenario.server.pulls[7]["head"]["sha"] = scenario.head_sha
+    writes_before = len(scenario.server.writes)
+
+    code, log = scenario.run(scenario.env(scenario.checkout("second")))
+    assert code == 0, log
+    assert scenario.origin_log()[0] == tip
+    assert len(scenario.server.writes) == writes_before  # the report reads the same: no edit
+    assert "comment unchanged" in log
+    assert scenario.outputs()["commit-sha"] == ""
+
+
+def test_a_human_comment_carrying_the_marker_is_never_edited(scenario: Scenario) -> None:
+    human = scenario.server.add_comment(f"{action.MARKER}\nI copied the bot's comment", author="human")
+    scenario.pr_branch(NEW_SERVICE)
+    assert scenario.run(scenario.env(scenario.checkout()))[0] == 0
+    assert human["body"] == f"{action.MARKER}\nI copied the bot's comment"
+    assert len(scenario.server.comments) == 2
+    assert [w.split()[0] for w in scenario.server.writes] == ["POST"]
+
+
+def test_a_push_race_is_won_by_regenerating_on_the_new_head(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario.pr_branch(NEW_SERVICE)
+    real_push = Workspace.push
+    raced = []
+
+    def push_after_a_human(self: Workspace, branch: str) -> Any:
+        if not raced:  # someone else pushes to the branch while the bot works
+            write_files(scenario.work, {"catalog/overseerr.yaml": service("overseerr", "seerr"),
+                                        "apps/overseerr.yaml": deployment("overseerr")})
+            git(scenario.work, "add", "-A")
+            git(scenario.work, "commit", "-q", "-m", "onboard overseerr too")
+            git(scenario.work, "push", "-q", "origin", f"HEAD:refs/heads/{BRANCH}")
+            raced.append(git(scenario.work, "rev-parse", "HEAD").strip())
+        return real_push(self, branch)
+
+    monkeypatch.setattr(Workspace, "push", push_after_a_human)
+    code, log = scenario.run(scenario.env(scenario.checkout()))
+    assert "moved while wave-bot ran; regenerating on its new head (1/3)" in log
+    commits = scenario.origin_log()
+    assert git(scenario.origin, "rev-parse", f"{BRANCH}~1").strip() == raced[0]  # built on the human's commit
+    assert "Generated-by: flux-wave-bot" in commits[0]
+    tree = git(scenario.origin, "ls-tree", "-r", "--name-only", BRANCH)
+    assert "apps/wave-1/tautulli.yaml" in tree and "apps/wave-3/overseerr.yaml" in tree
+    assert code in (0, 1), log  # wave 3 is new: whether that fails is the findings' business
+
+
+def test_fork_pr_gets_the_diff_in_the_comment_and_a_failing_exit(scenario: Scenario) -> None:
+    scenario.pr_branch(NEW_SERVICE)
+    scenario.fork()
+    branches_before = git(scenario.origin, "for-each-ref")
+    code, log = scenario.run(scenario.env(scenario.checkout()))
+    assert code == 1
+    assert git(scenario.origin, "for-each-ref") == branches_before  # nothing pushed anywhere
+    (body,) = scenario.server.bodies()
+    assert "This pull request comes from a fork, so wave-bot cannot push to it." in body
+    assert "```diff" in body and "rename to apps/wave-1/tautulli.yaml" in body
+    assert "wave-bot apply" in body and "git apply --index" in body
+    assert scenario.outputs()["commit-sha"] == ""
+
+
+def test_403_on_the_comment_says_which_permission_is_missing(scenario: Scenario) -> None:
+    scenario.pr_branch(NEW_SERVICE)
+    forbidden = {"message": "Resource not accessible by integration",
+                 "documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment",
+                 "status": "403"} if scenario.platform == "github" else {"message": "token does not have at least one of required scope(s): [write:issue]", "url": "https://gitea.example.com/api/swagger"}
+    scenario.server.fail("create", (403, forbidden, {}))
+    with pytest.raises(WaveBotError) as exc:
+        scenario.run(scenario.env(scenario.checkout()))
+    assert exc.value.exit_code == 1
+    text = str(exc.value)
+    assert "comment" in text
+    assert "pull-requests: write" in text or "write:issue" in text
+
+
+def test_workflow_dispatch_regenerates_the_branch_and_reports_in_the_summary(scenario: Scenario) -> None:
+    write_files(scenario.work, NEW_SERVICE)
+    git(scenario.work, "add", "-A")
+    git(scenario.work, "commit", "-q", "-m", "onboard tautulli on main")
+    git(scenario.work, "push", "-q", "origin", "HEAD:refs/heads/main")
+    code, log = scenario.run(scenario.env(scenario.checkout(), event="workflow_dispatch"))
+    assert code == 0, log
+    assert "Generated-by: flux-wave-bot" in scenario.origin_log("main")[0]
+    assert scenario.server.requests() == []  # no PR, no API
+    assert "#### Waves" in (scenario.tmp / "summary.md").read_text()
+
+
+def test_dispatch_on_a_protected_branch_fails_with_the_command_to_run(scenario: Scenario) -> None:
+    write_files(scenario.work, NEW_SERVICE)
+    git(scenario.work, "add", "-A")
+    git(scenario.work, "commit", "-q", "-m", "onboard tautulli on main")
+    git(scenario.work, "push", "-q", "origin", "HEAD:refs/heads/main")
+    hook = scenario.origin / "hooks" / "pre-receive"  # branch protection, as the server enforces it
+    hook.write_text("#!/bin/sh\necho 'GH006: Protected branch update failed' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    tip = git(scenario.origin, "rev-parse", "main")
+    code, log = scenario.run(scenario.env(scenario.checkout(), event="workflow_dispatch"))
+    assert code == 1
+    assert "push refused" in log
+    assert git(scenario.origin, "rev-parse", "main") == tip
+    summary = (scenario.tmp / "summary.md").read_text()
+    assert "could not push to `main`" in summary and "wave-bot apply" in summary
+
+
+def test_loop_guard_stops_instead_of_committing_again(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    scenario.pr_branch(NEW_SERVICE, message="wave-bot: regenerate\n\nGenerated-by: flux-wave-bot")
+    with pytest.raises(WaveBotError, match="head commit is wave-bot's own and regenerating would change files again"):
+        scenario.run(scenario.env(scenario.checkout()))
+    assert "Generated-by" in scenario.origin_log()[0]
+    assert git(scenario.origin, "rev-parse", BRANCH).strip() == scenario.head_sha
+
+
+def test_unrelated_pull_request_actions_do_nothing(scenario: Scenario) -> None:
+    scenario.pr_branch(NEW_SERVICE)
+    env = scenario.env(scenario.checkout())
+    payload = json.loads(Path(env["GITHUB_EVENT_PATH"]).read_text())
+    payload["action"] = "labeled"
+    Path(env["GITHUB_EVENT_PATH"]).write_text(json.dumps(payload))
+    code, log = scenario.run(env)
+    assert code == 0 and "nothing to do for pull_request action 'labeled'" in log
+    assert scenario.server.requests() == []
+
+
+def test_fail_on_never_passes_despite_errors(scenario: Scenario) -> None:
+    scenario.pr_branch({"apps/wave-0/mystery.yaml": deployment("mystery")})
+    code, log = scenario.run(scenario.env(scenario.checkout()))
+    assert code == 1 and "::error file=apps/wave-0/mystery.yaml,title=unplaced-file::" in log
+    code, _ = scenario.run(scenario.env(scenario.checkout("again"), **{"INPUT_FAIL-ON": "never"}))
+    assert code == 0
