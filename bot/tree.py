@@ -67,7 +67,6 @@ class PlannedTree:
             else:
                 self._content[change.path] = change.content
                 self._origin.pop(change.path, None)
-
         # directory -> names of the entries the changes add to it (files and the dirs leading there)
         self._children: dict[str, set[str]] = {}
         for path in [*self._origin, *(p for p, c in self._content.items() if c is not None)]:
@@ -78,57 +77,6 @@ class PlannedTree:
 
     def _added(self, directory: str) -> set[str]:
         return self._children.get(directory, set())
-
-    def entries(self, directory: str) -> list[Entry]:
-        """The directory's entries sorted by name; [] when it does not exist."""
-
-    def read(self, path: str) -> bytes:
-        """The bytes of a regular file; WaveBotError for a link, a missing file or a path outside."""
-
-    def kind(self, path: str) -> Kind | None:
-        """What `path` is, without following links; None when it does not exist."""
-
-
-def refuse_link(path: str) -> WaveBotError:
-    return WaveBotError(
-        "is a symbolic link; wave-bot never follows links (they can point outside the repository)",
-        path=path,
-        hint="replace the link with the file itself",
-    )
-
-
-def split(path: str) -> tuple[str, str]:
-    head, _, tail = path.rpartition("/")
-    return head, tail
-
-
-class PlannedTree:
-    """`base` as it will be once `changes` are applied."""
-
-    def __init__(self, base: Tree, changes: Iterable[Change]) -> None:
-        self._base = base
-        self._content: dict[str, bytes | None] = {}  # None: deleted
-        self._origin: dict[str, str] = {}  # moved file -> where its bytes are in `base`
-        for change in changes:
-            if change.action == "move":
-                assert change.source is not None
-                self._content[change.source] = None
-                self._origin[change.path] = self._origin.pop(change.source, change.source)
-                self._content.pop(change.path, None)
-            elif change.action == "delete":
-                self._content[change.path] = None
-                self._origin.pop(change.path, None)
-            else:
-                self._content[change.path] = change.content
-                self._origin.pop(change.path, None)
-
-    def _added(self, directory: str) -> set[str]:
-        prefix = f"{directory}/" if directory else ""
-        added = set()
-        for path in [*self._origin, *(p for p, c in self._content.items() if c is not None)]:
-            if path.startswith(prefix):
-                added.add(path[len(prefix):].split("/", 1)[0])
-        return added
 
     def entries(self, directory: str) -> list[Entry]:
         prefix = f"{directory}/" if directory else ""
