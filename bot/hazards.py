@@ -1,0 +1,488 @@
+"""What Flux will delete when a change merges: the findings a reviewer must see before merging.
+
+`hazard_findings` compares the base revision's inventory with the layout after regeneration. The
+Flux behaviour it models (kustomize-controller v1.x):
+
+- A Kustomization with `prune: true` deletes every object that leaves its build, unless the LIVE
+  object carries `kustomize.toolkit.fluxcd.io/prune: disabled`. "Live" means as applied from the
+  base revision: an annotation added in the same change arrives too late.
+- It only deletes objects still labelled as its own. A wave applies only once the wave before it is
+  ready at the same revision, so an object moved to an EARLIER wave is relabelled (adopted) before
+  its old wave prunes: safe. Moved to a LATER wave, the old wave deletes it before the new one
+  recreates it.
+- Deleting a Flux Kustomization that prunes deletes everything it still owns (its finalizer).
+
+Stateful kinds: PersistentVolumeClaim, PersistentVolume, Namespace (core group), CNPG `Cluster`
+(postgresql.cnpg.io), and every entry of `config.stateful_kinds`, spelled `Kind` (that kind in any
+API group, e.g. `StatefulSet`) or `group/Kind` (that group only, e.g. `mariadb.mmontes.io/MariaDB`;
+`/Kind` for the core group only, whose name is empty). Kinds are case-sensitive, as in Kubernetes.
+An entry with more than one `/` (an apiVersion such as `apps/v1/StatefulSet`) matches nothing.
+"""
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot import yamlio
+from bot.config import Config
+from bot.errors import WaveBotError
+from bot.inventory import (
+    PRUNE_DISABLED,
+    PRUNE_KEY,
+    FluxKustomization,
+    Inventory,
+    Resource,
+    ResourceId,
+    WaveFile,
+    clusters_dir,
+)
+from bot.model import Finding
+from bot.tree import Tree
+
+PRUNE_SNIPPET = f"metadata:\n  annotations:\n    {PRUNE_KEY}: {PRUNE_DISABLED}\n"
+PRUNE_FALSE_SNIPPET = "spec:\n  prune: false\n"
+ORPHAN_SNIPPET = "spec:\n  deletionPolicy: Orphan\n"
+
+# What deleting an object of a built-in stateful kind costs; keyed by (group, kind).
+_LOSS: dict[tuple[str, str], str] = {
+    ("", "PersistentVolumeClaim"): "the claim is deleted and its volume's data with it",
+    ("", "PersistentVolume"): "the volume is deleted (with reclaimPolicy: Delete, its data too)",
+    ("", "Namespace"): "the namespace is deleted and everything in it with it",
+    ("postgresql.cnpg.io", "Cluster"): "the CNPG database cluster is deleted and its PVCs with it: the data is lost",
+}
+
+
+def stateful_entry(rid: ResourceId, config: Config) -> str | None:
+    """The `stateful_kinds` entry matching `rid`, or None."""
+    for entry in config.stateful_kinds:
+        group, slash, kind = entry.rpartition("/")
+        if kind == rid.kind and (not slash or group == rid.group) and group.count("/") == 0:
+            return entry
+    return None
+
+
+def is_stateful(rid: ResourceId, config: Config) -> bool:
+    """Whether deleting the object loses data (or everything inside it)."""
+    return (rid.group, rid.kind) in _LOSS or stateful_entry(rid, config) is not None
+
+
+def _loss(rid: ResourceId, config: Config) -> str:
+    """What deleting `rid` costs, for a stateful kind."""
+    if (rid.group, rid.kind) in _LOSS:
+        return _LOSS[(rid.group, rid.kind)]
+    return f"it is deleted and its state is lost ({stateful_entry(rid, config)} is listed in stateful_kinds)"
+
+
+def _where(resource: Resource) -> str:
+    return f"{resource.path}:{resource.line}"
+
+
+def hazard_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
+    """Every hazard of going from `base` to `now`, sorted. `now.problems` are included."""
+    findings = [
+        *now.problems,
+        *duplicate_findings(now),
+        *move_findings(base, now, config),
+        *gone_findings(base, now, config),
+        *kustomization_removed_findings(base, now, config),
+        *wave_emptied_findings(base, now, config),
+    ]
+    return sorted(findings, key=lambda f: (f.sort_key(), f.line or 0))
+
+
+# ---- one object in two places ---------------------------------------------------------------------
+
+
+def duplicate_findings(now: Inventory) -> list[Finding]:
+    """`duplicate-resource`: an object defined more than once (needs no base)."""
+    findings = []
+    for rid, found in now.by_id.items():
+        if len(found) < 2:
+            continue
+        places = ", ".join(f"wave {r.wave} ({_where(r)})" for r in found)
+        if len({r.wave for r in found}) > 1:
+            why = ("several Flux Kustomizations apply it and fight over it, and each one that later stops "
+                   "applying it deletes it")
+        else:
+            why = f"kustomize refuses to build wave {found[0].wave} with the same object twice"
+        findings.append(Finding(
+            code="duplicate-resource",
+            severity="error",
+            message=f"{rid} is defined {len(found)} times: {places}; {why}. Keep exactly one definition",
+            path=found[1].path,
+            line=found[1].line,
+            wave=found[1].wave,
+            resource=str(rid),
+        ))
+    return findings
+
+
+# ---- objects moving between waves ---------------------------------------------------------------
+
+
+def move_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
+    """`later-wave-move` and `earlier-wave-move` for every object that changes wave.
+
+    An object still defined in one of its base waves does not move. Otherwise the earliest wave
+    applying it now is compared with the earliest wave that applied it at base: if it is later, the
+    old wave prunes before the new one adopts.
+    """
+    findings = []
+    for rid, now_found in now.by_id.items():
+        base_found = base.by_id.get(rid)
+        if not base_found or {r.wave for r in base_found} & {r.wave for r in now_found}:
+            continue
+        old, new = base_found[0], now_found[0]  # by_id lists definitions by wave first
+        if new.wave < old.wave:
+            findings.append(_earlier(rid, old, new, config))
+        else:
+            protected = all(r.prune_disabled for r in base_found)
+            findings.append(_later(rid, old, new, protected, config))
+    return findings
+
+
+def _earlier(rid: ResourceId, old: Resource, new: Resource, config: Config) -> Finding:
+    old_cr, new_cr = config.wave_cr_name(old.wave), config.wave_cr_name(new.wave)
+    return Finding(
+        code="earlier-wave-move",
+        severity="info",
+        message=f"{rid} moves from wave {old.wave} ({old.path}) to the earlier wave {new.wave} ({new.path}): "
+                f"{new_cr} adopts it before {old_cr} reconciles, so nothing is deleted",
+        path=new.path,
+        line=new.line,
+        wave=new.wave,
+        resource=str(rid),
+    )
+
+
+def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, config: Config) -> Finding:
+    old_cr, new_cr = config.wave_cr_name(old.wave), config.wave_cr_name(new.wave)
+    moves = f"{rid} moves from wave {old.wave} ({old.path}) to the later wave {new.wave} ({new.path})"
+    if protected:
+        return Finding(
+            code="later-wave-move",
+            severity="info",
+            message=f"{moves}; it carried {PRUNE_KEY}: {PRUNE_DISABLED} at base, so {old_cr} leaves it in "
+                    f"place and {new_cr} adopts it. Once {new_cr} owns it, remove the annotation in a later "
+                    "change if Flux should garbage-collect it again",
+            path=new.path, line=new.line, wave=new.wave, resource=str(rid),
+        )
+    stateful = is_stateful(rid, config)
+    cost = _loss(rid, config) if stateful else "it is missing in between (a restart, and an outage of what needs it)"
+    late = (f" The annotation this change adds comes too late: the live object does not carry it when "
+            f"{old_cr} prunes." if new.prune_disabled else "")
+    return Finding(
+        code="later-wave-move",
+        severity="error" if stateful else "warning",
+        message=f"{moves}: {old_cr} deletes it as soon as it reconciles this change, and {new_cr} recreates "
+                f"it only after wave {new.wave - 1} is ready, so {cost}.{late} Safe procedure: first merge a "
+                f"change that only adds the annotation {PRUNE_KEY}: {PRUNE_DISABLED} to it in {old.path}, "
+                f"wait until {old_cr} has reconciled it (flux get kustomization {old_cr}), then make this move",
+        path=new.path, line=new.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+    )
+
+
+# ---- objects leaving every wave ------------------------------------------------------------------
+
+
+def gone_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
+    """`resource-dropped` / `resource-removed` for every object at base that no wave applies now.
+
+    Files are tracked by name, because wave-bot's moves keep names: when a file of the same name is
+    still there (applied or not), the object was dropped rather than deleted on purpose.
+    """
+    findings = []
+    for rid, base_found in base.by_id.items():
+        if rid in now.by_id:
+            continue
+        old = base_found[0]
+        protected = all(r.prune_disabled for r in base_found)
+        kept = now.paths_by_name.get(posixpath.basename(old.path))
+        if kept:
+            findings.append(_dropped(rid, old, kept[0], now, protected, config))
+        else:
+            findings.append(_removed(rid, old, protected, config))
+    return findings
+
+
+def _dropped(rid: ResourceId, old: Resource, path: str, now: Inventory, protected: bool, config: Config) -> Finding:
+    old_cr = config.wave_cr_name(old.wave)
+    held = now.file(path)
+    if isinstance(held, WaveFile):
+        why = f"{path} (wave {held.wave}) no longer defines it"
+    elif held is not None and held.wave is not None:
+        why = f"{path} is no longer listed in {config.wave_dir(held.wave)}/kustomization.yaml, so no wave applies it"
+    else:
+        why = f"{path} is outside the wave directories, so no wave applies it"
+    if protected:
+        return Finding(
+            code="resource-dropped",
+            severity="warning",
+            message=f"{rid} (wave {old.wave}, {_where(old)}) is in no wave any more although its file is kept: "
+                    f"{why}. It carries {PRUNE_KEY}: {PRUNE_DISABLED}, so Flux leaves it in the cluster, "
+                    "unmanaged. Put it back in a wave, or delete it by hand",
+            path=path, wave=old.wave, resource=str(rid),
+        )
+    cost = _loss(rid, config) if is_stateful(rid, config) else "it is deleted"
+    return Finding(
+        code="resource-dropped",
+        severity="error",
+        message=f"{rid} (wave {old.wave}, {_where(old)}) is in no wave any more although its file is kept: "
+                f"{why}. {old_cr} deletes it when it reconciles: {cost}. Put it back; if Flux should delete "
+                "it, delete it in a change of its own",
+        path=path, wave=old.wave, resource=str(rid),
+    )
+
+
+def _removed(rid: ResourceId, old: Resource, protected: bool, config: Config) -> Finding:
+    old_cr = config.wave_cr_name(old.wave)
+    deleted = f"{old.path} is deleted in this change"
+    if protected:
+        return Finding(
+            code="resource-removed",
+            severity="info",
+            message=f"{deleted}; {rid} carries {PRUNE_KEY}: {PRUNE_DISABLED}, so Flux leaves it in the cluster, "
+                    "unmanaged. Delete it by hand if it is no longer needed",
+            path=old.path, line=old.line, wave=old.wave, resource=str(rid),
+        )
+    if not is_stateful(rid, config):
+        return Finding(
+            code="resource-removed",
+            severity="info",
+            message=f"{deleted}, so {old_cr} deletes {rid} when it reconciles",
+            path=old.path, line=old.line, wave=old.wave, resource=str(rid),
+        )
+    return Finding(
+        code="resource-removed",
+        severity="warning",
+        message=f"{deleted}, so {old_cr} deletes {rid} when it reconciles: {_loss(rid, config)}. If the data "
+                f"must survive, first merge a change that only adds the annotation {PRUNE_KEY}: {PRUNE_DISABLED} "
+                f"to it, wait until {old_cr} has reconciled it, then delete the file",
+        path=old.path, line=old.line, wave=old.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+    )
+
+
+# ---- Flux Kustomizations and waves ---------------------------------------------------------------
+
+
+def kustomization_removed_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
+    """`kustomization-removed`: a pruning Flux Kustomization at base that is gone now (the cutover)."""
+    return [
+        _kustomization_removed(k, base, config)
+        for k in base.flux
+        if k.deletes_on_removal and k.id not in now.flux_by_id
+    ]
+
+
+def _kustomization_removed(k: FluxKustomization, base: Inventory, config: Config) -> Finding:
+    name, ns = k.id.name, k.id.namespace or "flux-system"
+    wave = config.wave_of_cr_file(f"{name}.yaml")
+    if wave is not None and wave in base.counts():
+        owned = f" (the {base.counts()[wave]} object(s) of wave {wave} at base)"
+    elif k.source_path:
+        owned = f" (everything it applies from {k.source_path})"
+    else:
+        owned = ""
+    if k.deletion_policy in ("Delete", "WaitForTermination"):
+        setting, first, fix = (f"spec.deletionPolicy: {k.deletion_policy}", "sets spec.deletionPolicy: Orphan",
+                               ORPHAN_SNIPPET)
+        check = "{.spec.deletionPolicy}' prints Orphan"
+    else:
+        setting, first, fix = ("prune: true", "sets spec.prune: false (or spec.deletionPolicy: Orphan)",
+                               PRUNE_FALSE_SNIPPET)
+        check = "{.spec.prune}' prints false"
+    return Finding(
+        code="kustomization-removed",
+        severity="error",
+        message=f"the Flux Kustomization {ns}/{name} ({k.path}:{k.line}) has {setting} and this change removes it: "
+                f"the Kustomization that applies {posixpath.dirname(k.path)} deletes it, and its finalizer then "
+                f"deletes everything it still owns{owned}, PVCs and CNPG databases included, even those "
+                f"another Kustomization is about to adopt. Safe procedure: 1. merge a change that only {first} "
+                f"on {name}; 2. wait until it has reconciled (kubectl -n {ns} get kustomization {name} "
+                f"-o jsonpath='{check}); 3. then merge its removal: its objects stay alive and the "
+                "Kustomizations that now apply them adopt them without a delete",
+        path=k.path,
+        line=k.line,
+        wave=wave,
+        resource=str(k.id),
+        fix=fix,
+    )
+
+
+def wave_emptied_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
+    """`wave-emptied`: a wave that applied objects at base and applies none now."""
+    findings = []
+    now_counts = now.counts()
+    for wave, count in base.counts().items():
+        if count == 0 or now_counts.get(wave, 0) != 0:
+            continue
+        cr = config.wave_cr_name(wave)
+        findings.append(Finding(
+            code="wave-emptied",
+            severity="warning",
+            message=f"wave {wave} applied {count} object(s) at base and applies none now. wave-bot keeps "
+                    f"{config.wave_dir(wave)}/kustomization.yaml (with resources: []) and {cr}, because "
+                    f"deleting a Flux Kustomization with prune: true deletes everything it still owns. Once "
+                    f"{cr} has reconciled the empty wave it owns nothing, and wave-bot removes it when it is "
+                    "beyond the deepest wave",
+            path=f"{config.wave_dir(wave)}/kustomization.yaml",
+            wave=wave,
+            resource=_wave_cr_resource(base, config, wave),
+        ))
+    return findings
+
+
+def _wave_cr_resource(inventory: Inventory, config: Config, wave: int) -> str | None:
+    """str() of the wave's Flux Kustomization as `inventory` defines it; None when it does not."""
+    name = config.wave_cr_name(wave)
+    return next((str(k.id) for k in inventory.flux if k.id.name == name), None)
+
+
+def removable_waves(base: Inventory, now: Inventory, deepest: int | None) -> tuple[int, ...]:
+    """Waves beyond `deepest` (the new layout's last wave; None: no wave) that wave-bot may delete.
+
+    A wave may go only when it applied nothing at base (its Flux Kustomization owns nothing, so
+    deleting it deletes nothing) and applies nothing now. Waves go from the top down: removing a
+    wave below one that stays would break the dependsOn chain, so the first wave that must stay
+    stops the walk.
+    """
+    floor = -1 if deepest is None else deepest
+    base_counts, now_counts = base.counts(), now.counts()
+    candidates = sorted({*base_counts, *now_counts} - set(range(floor + 1)), reverse=True)
+    removable = []
+    for wave in candidates:
+        if base_counts.get(wave, 0) or now_counts.get(wave, 0):
+            break
+        removable.append(wave)
+    return tuple(sorted(removable))
+
+
+# ---- removing an empty wave ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class Reference:
+    """A line outside the wave's own files that refers to its Flux Kustomization."""
+
+    path: str
+    line: int
+    what: str
+
+
+def wave_removed_finding(
+    base: Inventory, wave: int, config: Config, references: Sequence[Reference] = ()
+) -> Finding:
+    """The info finding for a wave wave-bot deletes; `references` are the lines to delete with it."""
+    cr = config.wave_cr_name(wave)
+    refs = sorted(references)
+    also = ("; also delete " + "; ".join(f"{r.path}:{r.line} ({r.what})" for r in refs)) if refs else ""
+    return Finding(
+        code="wave-removed",
+        severity="info",
+        message=f"wave {wave} was already empty at base and is beyond the deepest wave, so wave-bot deletes "
+                f"{config.wave_dir(wave)}/ and {config.wave_cr_path(wave)}: {cr} owns nothing, so deleting it "
+                f"deletes nothing{also}",
+        path=config.wave_cr_path(wave),
+        wave=wave,
+        resource=_wave_cr_resource(base, config, wave),
+        fix="\n".join(f"{r.path}:{r.line}" for r in refs) or None,
+    )
+
+
+def wave_references(tree: Tree, config: Config, wave: int) -> tuple[Reference, ...]:
+    """Where `tree` refers to wave `wave`'s Flux Kustomization outside its own file.
+
+    The base kustomization.yaml's `resources` entry, and in each overlay's kustomization.yaml the
+    `patches` / `patchesStrategicMerge` entries aimed at it (inline patch, patch file, or target
+    name). Overlays are `config.overlays`, else every directory beside base_dir with a
+    kustomization.yaml.
+    """
+    cr, cr_file = config.wave_cr_name(wave), posixpath.basename(config.wave_cr_path(wave))
+    found: list[Reference] = []
+    base_kustomization = f"{config.base_dir}/kustomization.yaml"
+    doc = _load(tree, base_kustomization)
+    if doc is not None:
+        for i, entry in enumerate(_list(doc.value, "resources")):
+            if isinstance(entry, str) and posixpath.normpath(entry) == cr_file:
+                found.append(Reference(base_kustomization, doc.info.line(("resources", i)), f"resource {entry}"))
+    for overlay in _overlays(tree, config):
+        found += _patch_references(tree, f"{overlay}/kustomization.yaml", cr)
+    return tuple(sorted(found))
+
+
+def _overlays(tree: Tree, config: Config) -> list[str]:
+    if config.overlays is not None:
+        return list(config.overlays)
+    root = clusters_dir(config)
+    if root == config.base_dir:
+        return []
+    return [
+        f"{root}/{e.name}" for e in tree.entries(root)
+        if e.kind == "dir" and f"{root}/{e.name}" != config.base_dir
+        and tree.kind(f"{root}/{e.name}/kustomization.yaml") == "file"
+    ]
+
+
+def _patch_references(tree: Tree, path: str, cr: str) -> list[Reference]:
+    doc = _load(tree, path)
+    if doc is None:
+        return []
+    overlay = posixpath.dirname(path)
+    found = []
+    for key in ("patches", "patchesStrategicMerge"):
+        for i, entry in enumerate(_list(doc.value, key)):
+            what = _patch_target(tree, overlay, entry, cr)
+            if what is not None:
+                found.append(Reference(path, doc.info.line((key, i)), what))
+    return found
+
+
+def _patch_target(tree: Tree, overlay: str, entry: Any, cr: str) -> str | None:
+    """How `entry` (one patch) aims at the Flux Kustomization `cr`, or None when it does not."""
+    if isinstance(entry, str):  # patchesStrategicMerge: a file name or an inline patch
+        entry = {"patch": entry} if "\n" in entry else {"path": entry}
+    if not isinstance(entry, dict):
+        return None
+    target = entry.get("target")
+    if isinstance(target, dict) and target.get("name") == cr:
+        return f"patch targeting {cr}"
+    if isinstance(entry.get("patch"), str) and _names(entry["patch"].encode(), overlay, cr):
+        return f"inline patch for {cr}"
+    if isinstance(entry.get("path"), str):
+        file = posixpath.normpath(f"{overlay}/{entry['path']}")
+        if tree.kind(file) == "file" and _names(tree.read(file), file, cr):
+            return f"patch file {entry['path']}"
+    return None
+
+
+def _names(data: bytes, path: str, cr: str) -> bool:
+    """Whether a patch's YAML names the Flux Kustomization `cr`; unreadable patches name nothing."""
+    try:
+        docs = yamlio.load(data, path)
+    except WaveBotError:
+        return False
+    return any(
+        isinstance(d.value, dict) and d.value.get("kind") == "Kustomization"
+        and isinstance(d.value.get("metadata"), dict) and d.value["metadata"].get("name") == cr
+        for d in docs
+    )
+
+
+def _load(tree: Tree, path: str) -> yamlio.Document | None:
+    if tree.kind(path) != "file":
+        return None
+    return yamlio.load_one(tree.read(path), path)
+
+
+def _list(value: Any, key: str) -> list[Any]:
+    items = value.get(key) if isinstance(value, dict) else None
+    return items if isinstance(items, list) else []
+
+
+__all__ = [
+    "Reference", "duplicate_findings", "gone_findings", "hazard_findings", "is_stateful",
+    "kustomization_removed_findings", "move_findings", "removable_waves", "stateful_entry",
+    "wave_emptied_findings", "wave_references", "wave_removed_finding",
+]

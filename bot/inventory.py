@@ -1,0 +1,506 @@
+"""What each wave's Flux Kustomization applies, read from a `Tree`: the input of the hazard checks.
+
+A wave's content is what `apps/wave-<N>/kustomization.yaml` lists as plain files of that directory
+(entries naming a subdirectory, another directory or a URL are not followed), or, without that file,
+every YAML file in the directory except kustomization.yaml. Each document of each such file is one
+object. App manifests are read with `yamlio.scan` only (no objects constructed): 10,000-service
+repositories must stay cheap, and a `ParseCache` shared by the base tree and the current tree parses
+identical bytes once.
+
+Besides the waves, the inventory records every Flux Kustomization found under the clusters
+directory (the parent of `config.base_dir`), because removing one that prunes deletes what it owns.
+
+Decisions:
+- A document without apiVersion, kind or metadata.name (or not a mapping at all), and a file that is
+  not valid YAML, become `invalid-manifest` error findings in `Inventory.problems` rather than a
+  WaveBotError: the base revision may hold such a file, and a PR fixing it must not be blocked.
+- A `kind: <Foo>List` document with `items` is expanded into its items, as kustomize does
+  (one level; a list nested in a list is reported as a problem).
+- Documents annotated `config.kubernetes.io/local-config: "true"` are skipped: kustomize drops them.
+- SOPS documents whose identity fields are themselves encrypted (`ENC[...]`, no encrypted_regex)
+  are skipped: their identity is unknowable without the key.
+"""
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from bot import yamlio
+from bot.config import Config
+from bot.errors import WaveBotError
+from bot.model import Finding
+from bot.naming import is_yaml_name
+from bot.tree import Tree, refuse_link
+
+KUSTOMIZATION = "kustomization.yaml"
+FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
+PRUNE_KEY = f"{FLUX_GROUP}/prune"
+PRUNE_DISABLED = "disabled"
+LOCAL_CONFIG_KEY = "config.kubernetes.io/local-config"
+INVALID_MANIFEST = "invalid-manifest"
+
+# The scalars captured from every document: identity, the prune opt-out (Flux honours it as a label
+# or an annotation, case-insensitively), kustomize's local-config marker, and the three spec fields
+# that decide whether deleting a Flux Kustomization deletes what it owns.
+_OBJECT_PATHS: frozenset[tuple[str, ...]] = frozenset({
+    ("apiVersion",),
+    ("kind",),
+    ("metadata", "name"),
+    ("metadata", "namespace"),
+    ("metadata", "annotations", PRUNE_KEY),
+    ("metadata", "labels", PRUNE_KEY),
+    ("metadata", "annotations", LOCAL_CONFIG_KEY),
+    ("spec", "prune"),
+    ("spec", "deletionPolicy"),
+    ("spec", "path"),
+})
+_TRUE = frozenset({"true", "yes", "on", "y"})  # sigs.k8s.io/yaml reads YAML 1.1 booleans
+
+
+def _capture(path: yamlio.Path) -> bool:
+    """Whether `scan` keeps the scalar at `path`; called for every scalar, so kept cheap."""
+    if path and path[0] == "items":  # the items of a List: ("items", i, *one of the paths above)
+        return 3 <= len(path) <= 5 and path[2:] in _OBJECT_PATHS
+    return len(path) <= 3 and path in _OBJECT_PATHS
+
+
+@dataclass(frozen=True, order=True)
+class ResourceId:
+    """A Kubernetes object's identity as Flux sees it: group, kind, namespace, name (not version)."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, api_version: str, kind: str, namespace: str, name: str) -> ResourceId:
+        """`apps/v1` -> group `apps`; `v1` -> the core group ``."""
+        return cls(api_version.rpartition("/")[0], kind, namespace, name)
+
+    def __str__(self) -> str:
+        kind = f"{self.group}/{self.kind}" if self.group else self.kind
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{kind} {where}"
+
+
+@dataclass(frozen=True, order=True)
+class Resource:
+    """One object a wave applies, and where it is defined."""
+
+    id: ResourceId
+    wave: int
+    path: str
+    line: int
+    """Line of the document's `apiVersion` (of the item, for a List)."""
+    prune_disabled: bool = False
+    """Carries `kustomize.toolkit.fluxcd.io/prune: disabled`, so Flux never garbage-collects it."""
+
+
+@dataclass(frozen=True, order=True)
+class WaveFile:
+    """A file a wave applies."""
+
+    path: str
+    wave: int
+    sops: bool
+    """A `.sops.` name or a top-level `sops:` key: Flux must decrypt it."""
+    resources: tuple[Resource, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path)
+
+
+@dataclass(frozen=True, order=True)
+class StrayFile:
+    """A YAML file under the apps directory that no wave applies."""
+
+    path: str
+    wave: int | None
+    """The wave directory it sits in without being listed; None directly under the apps directory."""
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path)
+
+
+@dataclass(frozen=True, order=True)
+class FluxKustomization:
+    """A Flux Kustomization (kustomize.toolkit.fluxcd.io) found under the clusters directory."""
+
+    id: ResourceId
+    path: str
+    line: int
+    prune: bool
+    deletion_policy: str = ""
+    """spec.deletionPolicy; '' when unset (Flux's default, MirrorPrune)."""
+    source_path: str = ""
+    """spec.path: what it applies."""
+
+    @property
+    def deletes_on_removal(self) -> bool:
+        """Whether deleting this object garbage-collects everything it owns.
+
+        MirrorPrune (the default) follows spec.prune; Delete and WaitForTermination always delete;
+        Orphan never does.
+        """
+        if self.deletion_policy in ("Delete", "WaitForTermination"):
+            return True
+        return self.prune and self.deletion_policy in ("", "MirrorPrune")
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """Everything the app tier's Flux Kustomizations apply at one revision."""
+
+    waves: tuple[int, ...]
+    """Wave directories present, ascending."""
+    files: tuple[WaveFile, ...]
+    """Every file a wave applies, sorted by path."""
+    stray: tuple[StrayFile, ...] = ()
+    flux: tuple[FluxKustomization, ...] = ()
+    problems: tuple[Finding, ...] = ()
+    """`invalid-manifest` findings for what could not be read (those objects are not listed)."""
+
+    @cached_property
+    def resources(self) -> tuple[Resource, ...]:
+        return tuple(sorted(r for f in self.files for r in f.resources))
+
+    @cached_property
+    def by_id(self) -> dict[ResourceId, tuple[Resource, ...]]:
+        """Every definition of each object (more than one is a duplicate)."""
+        out: dict[ResourceId, list[Resource]] = {}
+        for resource in self.resources:
+            out.setdefault(resource.id, []).append(resource)
+        return {rid: tuple(found) for rid, found in out.items()}
+
+    @cached_property
+    def paths_by_name(self) -> dict[str, tuple[str, ...]]:
+        """File name -> paths of the applied and stray files of that name (moves keep names)."""
+        out: dict[str, list[str]] = {}
+        for item in sorted([*self.files, *self.stray], key=lambda f: f.path):
+            out.setdefault(item.name, []).append(item.path)
+        return {name: tuple(paths) for name, paths in out.items()}
+
+    @cached_property
+    def flux_by_id(self) -> dict[ResourceId, FluxKustomization]:
+        return {k.id: k for k in self.flux}
+
+    @cached_property
+    def _by_path(self) -> dict[str, WaveFile | StrayFile]:
+        return {f.path: f for f in [*self.files, *self.stray]}
+
+    def file(self, path: str) -> WaveFile | StrayFile | None:
+        """The applied or stray file at `path`."""
+        return self._by_path.get(path)
+
+    def counts(self) -> dict[int, int]:
+        """Wave -> number of objects it applies; every wave directory is listed, empty ones with 0."""
+        out = dict.fromkeys(self.waves, 0)
+        for file in self.files:
+            out[file.wave] = out.get(file.wave, 0) + len(file.resources)
+        return dict(sorted(out.items()))
+
+    def sops_waves(self) -> frozenset[int]:
+        """Waves applying at least one SOPS file: their Flux Kustomization needs decryption."""
+        return frozenset(f.wave for f in self.files if f.sops)
+
+
+# ---- parsing, shared between trees ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Object:
+    """One object (or one unreadable document) of a file, independent of the file's path."""
+
+    line: int
+    id: ResourceId | None
+    problem: str | None = None
+    prune_disabled: bool = False
+    flux_prune: bool = False
+    deletion_policy: str = ""
+    source_path: str = ""
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    objects: tuple[_Object, ...]
+    sops_key: bool
+
+
+class ParseCache:
+    """Parsed files keyed by their bytes: a file unchanged between two trees is parsed once.
+
+    Share one cache between the base tree's inventory and the current tree's.
+    """
+
+    def __init__(self) -> None:
+        self._parsed: dict[bytes, ParsedFile] = {}
+        self.parses = 0
+        """How many times bytes were actually parsed (the rest were cache hits)."""
+
+    def parse(self, data: bytes, path: str) -> ParsedFile:
+        """The objects in `data`; WaveBotError (naming `path`) when it is not YAML wave-bot accepts."""
+        parsed = self._parsed.get(data)
+        if parsed is None:
+            self.parses += 1
+            docs = yamlio.scan(data, path, capture=_capture)
+            parsed = ParsedFile(
+                objects=tuple(obj for doc in docs if not doc.empty for obj in _objects(doc)),
+                sops_key=any(("sops",) in doc.lines for doc in docs if doc.is_mapping),
+            )
+            self._parsed[data] = parsed
+        return parsed
+
+
+def _objects(doc: yamlio.DocInfo) -> Iterator[_Object]:
+    if not doc.is_mapping:
+        yield _Object(doc.start_line, None, "the document is not a Kubernetes object (a mapping with "
+                      "apiVersion, kind and metadata.name)")
+        return
+    kind = doc.scalars.get(("kind",), "")
+    if not (kind.endswith("List") and ("items",) in doc.lines):
+        obj = _object(doc, ())
+        if obj is not None:
+            yield obj
+        return
+    index = 0
+    while ("items", index) in doc.lines:
+        item = _object(doc, ("items", index))
+        if item is not None and item.id is not None and item.id.kind.endswith("List"):
+            item = _Object(item.line, None, f"item {index + 1} of this {kind} is itself a list; "
+                           "wave-bot expands one level of lists only")
+        if item is not None:
+            yield item
+        index += 1
+
+
+def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
+    """The object at `at` (() for the document itself); None for one kustomize or wave-bot skips."""
+    def get(*key: str) -> str:
+        return doc.scalars.get((*at, *key), "")
+
+    line = doc.lines.get((*at, "apiVersion")) or doc.line(at or ("kind",))
+    identity = {"apiVersion": get("apiVersion"), "kind": get("kind"), "metadata.name": get("metadata", "name")}
+    if any(v.startswith("ENC[") for v in [*identity.values(), get("metadata", "namespace")]):
+        return None  # encrypted by SOPS without an encrypted_regex: identity unknowable
+    if get("metadata", "annotations", LOCAL_CONFIG_KEY).lower() == "true":
+        return None  # kustomize drops local-config objects from its output
+    missing = [key for key, value in identity.items() if not value]
+    if missing:
+        what = f"item {int(at[1]) + 1} of this list" if at else "the document"
+        return _Object(line, None, f"{what} has no {' or '.join(missing)}; every Kubernetes object needs "
+                       "apiVersion, kind and metadata.name")
+    prune = PRUNE_DISABLED.casefold()
+    return _Object(
+        line=line,
+        id=ResourceId.of(identity["apiVersion"], identity["kind"], get("metadata", "namespace"),
+                         identity["metadata.name"]),
+        prune_disabled=prune in (get("metadata", "annotations", PRUNE_KEY).casefold(),
+                                 get("metadata", "labels", PRUNE_KEY).casefold()),
+        flux_prune=get("spec", "prune").lower() in _TRUE,
+        deletion_policy=get("spec", "deletionPolicy"),
+        source_path=get("spec", "path"),
+    )
+
+
+# ---- reading a tree -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Reader:
+    tree: Tree
+    config: Config
+    cache: ParseCache
+    problems: list[Finding] = field(default_factory=list)
+
+    def parse(self, path: str, wave: int | None) -> ParsedFile | None:
+        try:
+            return self.cache.parse(self.tree.read(path), path)
+        except WaveBotError as exc:
+            self.problem(path, exc.line, exc.message, wave, exc.hint)
+            return None
+
+    def problem(self, path: str, line: int | None, what: str, wave: int | None, hint: str | None = None) -> None:
+        where = f"wave {wave}" if wave is not None else "the cluster entrypoints"
+        self.problems.append(Finding(
+            code=INVALID_MANIFEST,
+            severity="error",
+            message=f"{path}{f':{line}' if line else ''}: {what}. kustomize cannot build {where} until it "
+                    "is fixed, and wave-bot cannot check it for hazards",
+            path=path,
+            line=line,
+            wave=wave,
+            fix=hint,
+        ))
+
+
+def read_inventory(tree: Tree, config: Config, cache: ParseCache | None = None) -> Inventory:
+    """The inventory of `tree`. Pass the same `cache` for the base tree and the current tree.
+
+    Raises WaveBotError for a symbolic link in the app tier and for a wave kustomization.yaml that is
+    not a kustomization; unreadable app manifests become `problems` instead.
+    """
+    reader = _Reader(tree, config, cache if cache is not None else ParseCache())
+    waves: list[int] = []
+    files: list[WaveFile] = []
+    stray: list[StrayFile] = []
+    for wave, directory in _wave_dirs(tree, config):
+        waves.append(wave)
+        applied, unlisted = _wave_content(tree, directory)
+        files += (f for f in (_wave_file(reader, wave, f"{directory}/{n}") for n in applied) if f is not None)
+        stray += (StrayFile(f"{directory}/{name}", wave) for name in unlisted)
+    for entry in tree.entries(config.apps_dir):
+        if entry.kind == "file" and is_yaml_name(entry.name) and entry.name != KUSTOMIZATION:
+            stray.append(StrayFile(f"{config.apps_dir}/{entry.name}", None))
+    return Inventory(
+        waves=tuple(sorted(waves)),
+        files=tuple(sorted(files)),
+        stray=tuple(sorted(stray)),
+        flux=_flux_kustomizations(reader),
+        problems=tuple(sorted(reader.problems, key=lambda f: (f.path or "", f.line or 0))),
+    )
+
+
+def _wave_dirs(tree: Tree, config: Config) -> list[tuple[int, str]]:
+    found = []
+    for entry in tree.entries(config.apps_dir):
+        wave = config.wave_of_dir(entry.name)
+        if wave is None:
+            continue
+        path = f"{config.apps_dir}/{entry.name}"
+        if entry.kind == "link":
+            raise refuse_link(path)
+        if entry.kind == "dir":
+            found.append((wave, path))
+    return found
+
+
+def _wave_content(tree: Tree, directory: str) -> tuple[list[str], list[str]]:
+    """(names of the files the wave applies, names of its YAML files it does not apply)."""
+    names = []
+    for entry in tree.entries(directory):
+        if entry.kind == "link":
+            raise refuse_link(f"{directory}/{entry.name}")
+        if entry.kind == "file" and entry.name != KUSTOMIZATION:
+            names.append(entry.name)
+    if tree.kind(f"{directory}/{KUSTOMIZATION}") != "file":
+        applied = [n for n in names if is_yaml_name(n)]
+        return applied, []
+    listed = set(_listed_files(tree, f"{directory}/{KUSTOMIZATION}"))
+    applied = [n for n in names if n in listed]
+    return applied, [n for n in names if n not in listed and is_yaml_name(n)]
+
+
+def _listed_files(tree: Tree, path: str) -> list[str]:
+    """The plain file names a kustomization.yaml lists in `resources` (other entries are ignored)."""
+    doc = yamlio.load_one(tree.read(path), path)
+    value = doc.value if doc is not None else {}
+    if not isinstance(value, dict) or not isinstance(value.get("resources") or [], list):
+        raise WaveBotError(
+            "is not a kustomization with a list of resources",
+            path=path,
+            line=doc.info.start_line if doc is not None else None,
+            hint="run `wave-bot apply` to regenerate it",
+        )
+    names = []
+    for entry in value.get("resources") or []:
+        if isinstance(entry, str):
+            name = entry[2:] if entry.startswith("./") else entry
+            if name and "/" not in name and name not in (".", ".."):
+                names.append(name)
+    return names
+
+
+def _wave_file(reader: _Reader, wave: int, path: str) -> WaveFile | None:
+    parsed = reader.parse(path, wave)
+    if parsed is None:
+        return None
+    resources = []
+    for obj in parsed.objects:
+        if obj.id is None:
+            reader.problem(path, obj.line, obj.problem or "unreadable document", wave)
+            continue
+        resources.append(Resource(obj.id, wave, path, obj.line, obj.prune_disabled))
+    sops = ".sops." in posixpath.basename(path) or parsed.sops_key
+    return WaveFile(path, wave, sops, tuple(resources))
+
+
+def clusters_dir(config: Config) -> str:
+    """Where the Flux entrypoints live: the parent of base_dir (base_dir itself at the top level)."""
+    return posixpath.dirname(config.base_dir) or config.base_dir
+
+
+def _yaml_files_under(tree: Tree, directory: str) -> Iterator[str]:
+    """Every YAML file below `directory`; links are skipped (never followed)."""
+    for entry in tree.entries(directory):
+        path = f"{directory}/{entry.name}"
+        if entry.kind == "dir":
+            yield from _yaml_files_under(tree, path)
+        elif entry.kind == "file" and is_yaml_name(entry.name):
+            yield path
+
+
+def _patch_files(tree: Tree, files: list[str]) -> set[str]:
+    """The files that the kustomization.yaml files among `files` use as patches, not as resources."""
+    patches: set[str] = set()
+    for path in files:
+        if posixpath.basename(path) != KUSTOMIZATION:
+            continue
+        try:
+            doc = yamlio.load_one(tree.read(path), path)
+        except WaveBotError:
+            continue  # kustomize reports a broken kustomization.yaml; wave-bot's other checks too
+        value = doc.value if doc is not None and isinstance(doc.value, dict) else {}
+        for key in ("patches", "patchesStrategicMerge", "patchesJson6902"):
+            entries = value.get(key)
+            for entry in entries if isinstance(entries, list) else []:
+                target = entry.get("path") if isinstance(entry, dict) else entry
+                if isinstance(target, str) and "\n" not in target:
+                    patches.add(posixpath.normpath(f"{posixpath.dirname(path)}/{target}"))
+    return patches
+
+
+def _flux_kustomizations(reader: _Reader) -> tuple[FluxKustomization, ...]:
+    """Every Flux Kustomization defined under the clusters directory.
+
+    Only resources define one: a patch file naming a removed Kustomization does not keep it alive
+    (kustomize fails on it, then deletes the object once the patch goes too). Patches can only make
+    it more dangerous: one setting prune: true or a deletionPolicy counts, one setting prune: false
+    does not, since another overlay may still prune.
+    """
+    files = list(_yaml_files_under(reader.tree, clusters_dir(reader.config)))
+    patch_files = _patch_files(reader.tree, files)
+    definitions: dict[ResourceId, FluxKustomization] = {}
+    patched: list[FluxKustomization] = []
+    for path in files:
+        if posixpath.basename(path) == KUSTOMIZATION:
+            continue  # kustomize's own config (read above), never a Flux object
+        parsed = reader.parse(path, None)
+        for obj in parsed.objects if parsed is not None else ():
+            if obj.id is None or obj.id.group != FLUX_GROUP or obj.id.kind != "Kustomization":
+                continue
+            record = FluxKustomization(obj.id, path, obj.line, obj.flux_prune, obj.deletion_policy, obj.source_path)
+            if path in patch_files:
+                patched.append(record)
+            else:
+                definitions.setdefault(obj.id, record)
+    for patch in patched:
+        found = definitions.get(patch.id)
+        if found is not None:
+            definitions[patch.id] = dataclasses.replace(
+                found,
+                prune=found.prune or patch.prune,
+                deletion_policy=patch.deletion_policy or found.deletion_policy,
+            )
+    return tuple(sorted(definitions.values()))
+
+
+__all__ = [
+    "FluxKustomization", "Inventory", "ParseCache", "ParsedFile", "Resource", "ResourceId", "StrayFile",
+    "WaveFile", "clusters_dir", "read_inventory",
+]

@@ -1,0 +1,616 @@
+"""hazards: what Flux deletes when a change merges, on real git repositories (base = the parent commit)."""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from bot.config import Config, parse_config
+from bot.git import GitTree, mover
+from bot.hazards import (
+    ORPHAN_SNIPPET,
+    PRUNE_FALSE_SNIPPET,
+    PRUNE_SNIPPET,
+    Reference,
+    duplicate_findings,
+    hazard_findings,
+    is_stateful,
+    removable_waves,
+    wave_references,
+    wave_removed_finding,
+)
+from bot.inventory import Inventory, ParseCache, ResourceId, read_inventory
+from bot.model import Finding
+from bot.plan import make_plan
+from bot.worktree import FsTree, apply_changes
+from tests.conftest import git, write_files
+
+PVC = "PersistentVolumeClaim gitea/gitea-data"
+ANNOTATION = "  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
+
+
+def config_of(repo: Path) -> Config:
+    return parse_config((repo / ".wave-bot.yaml").read_bytes(), ".wave-bot.yaml")
+
+
+def commit(repo: Path, message: str = "change") -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+
+
+def regenerate(repo: Path) -> None:
+    """What `wave-bot apply` does: move the files into their waves, rewrite the wave files."""
+    plan = make_plan(FsTree(str(repo)), config_of(repo))
+    apply_changes(str(repo), plan.changes, mover(str(repo)))
+
+
+def hazards(repo: Path, config: Config | None = None, base: str = "HEAD~1") -> list[Finding]:
+    """The findings for the last commit: its parent is the base, the work tree is now."""
+    config = config or config_of(repo)
+    cache = ParseCache()
+    return hazard_findings(
+        read_inventory(GitTree(str(repo), base), config, cache),
+        read_inventory(FsTree(str(repo)), config, cache),
+        config,
+    )
+
+
+def codes(findings: list[Finding]) -> set[str]:
+    return {f.code for f in findings}
+
+
+def of(findings: list[Finding], resource: str) -> Finding:
+    [found] = [f for f in findings if f.resource == resource]
+    return found
+
+
+def edit(repo: Path, path: str, old: str, new: str) -> None:
+    file = repo / path
+    text = file.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    file.write_text(text.replace(old, new, 1))
+
+
+def add_dependency(repo: Path, service: str, target: str) -> None:
+    with open(repo / f"catalog/{service}.yaml", "a") as handle:
+        handle.write(f"  dependencies:\n    - to: {target}\n")
+
+
+def drop_dependencies(repo: Path, service: str) -> None:
+    file = repo / f"catalog/{service}.yaml"
+    file.write_text(file.read_text().split("  dependencies:")[0])
+
+
+def annotate(repo: Path, path: str, name: str) -> None:
+    """Add the prune opt-out to the object named `name` in `path`."""
+    edit(repo, path, f"  name: {name}\n", f"  name: {name}\n{ANNOTATION}")
+
+
+# ---- nothing changes -------------------------------------------------------------------------------
+
+
+def test_an_unchanged_layout_has_no_hazards(example_repo: Path) -> None:
+    edit(example_repo, "apps/wave-0/gitea.yaml", "storage: 20Gi", "storage: 30Gi")  # a content change only
+    commit(example_repo)
+    assert hazards(example_repo) == []
+
+
+# ---- later-wave-move: the seed's scenario -----------------------------------------------------------
+
+
+@pytest.fixture
+def gitea_needs_a_db(example_repo: Path) -> Path:
+    """The seed's scenario: gitea gains a dependency on gitea-db, so gitea moves 0 -> 1, gitea-actions 1 -> 2."""
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate(example_repo)
+    commit(example_repo, "gitea: use a CNPG database")
+    assert (example_repo / "apps/wave-1/gitea.yaml").is_file()
+    return example_repo
+
+
+def test_moving_a_pvc_to_a_later_wave_is_an_error(gitea_needs_a_db: Path) -> None:
+    findings = hazards(gitea_needs_a_db)
+    assert codes(findings) == {"later-wave-move"}
+    pvc = of(findings, PVC)
+    assert (pvc.severity, pvc.wave, pvc.path, pvc.line) == ("error", 1, "apps/wave-1/gitea.yaml", 9)
+    assert pvc.message == (
+        "PersistentVolumeClaim gitea/gitea-data moves from wave 0 (apps/wave-0/gitea.yaml) to the later wave 1 "
+        "(apps/wave-1/gitea.yaml): apps-wave-0 deletes it as soon as it reconciles this change, and apps-wave-1 "
+        "recreates it only after wave 0 is ready, so the claim is deleted and its volume's data with it. "
+        "Safe procedure: first merge a change that only adds the annotation kustomize.toolkit.fluxcd.io/prune: "
+        "disabled to it in apps/wave-0/gitea.yaml, wait until apps-wave-0 has reconciled it "
+        "(flux get kustomization apps-wave-0), then make this move"
+    )
+    assert pvc.fix == "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
+
+
+def test_every_moved_object_is_reported_by_kind(gitea_needs_a_db: Path) -> None:
+    findings = hazards(gitea_needs_a_db)
+    assert sorted((f.severity, f.resource, f.wave) for f in findings) == [
+        ("error", "Namespace gitea", 1),
+        ("error", "Namespace gitea-actions", 2),
+        ("error", PVC, 1),
+        ("warning", "Secret gitea-actions/gitea-actions-runner", 2),
+        ("warning", "Secret gitea/gitea-bootstrap", 1),
+        ("warning", "Service gitea/gitea", 1),
+        ("warning", "apps/Deployment gitea/gitea", 1),
+        ("warning", "apps/StatefulSet gitea-actions/act-runner", 2),
+    ]
+    assert "so the namespace is deleted and everything in it with it." in of(findings, "Namespace gitea").message
+    deployment = of(findings, "apps/Deployment gitea/gitea")
+    assert "so it is missing in between (a restart, and an outage of what needs it). Safe procedure" in (
+        deployment.message
+    )
+    assert deployment.fix == PRUNE_SNIPPET
+    assert findings == sorted(findings, key=lambda f: (f.sort_key(), f.line or 0))  # errors first, stable
+
+
+def test_a_cnpg_cluster_moving_later_is_an_error(example_repo: Path) -> None:
+    git(example_repo, "mv", "apps/wave-0/nextcloud-db.yaml", "apps/wave-1/nextcloud-db.yaml")
+    edit(example_repo, "apps/wave-0/kustomization.yaml", "  - nextcloud-db.yaml\n", "")
+    edit(example_repo, "apps/wave-1/kustomization.yaml", "  - nextcloud.yaml\n",
+         "  - nextcloud.yaml\n  - nextcloud-db.yaml\n")
+    commit(example_repo)
+    finding = of(hazards(example_repo), "postgresql.cnpg.io/Cluster nextcloud-db/nextcloud-db")
+    assert (finding.code, finding.severity, finding.line) == ("later-wave-move", "error", 10)
+    assert "so the CNPG database cluster is deleted and its PVCs with it: the data is lost." in finding.message
+
+
+@pytest.mark.parametrize(
+    ("entry", "severity"),
+    [("StatefulSet", "error"), ("apps/StatefulSet", "error"), ("example.com/StatefulSet", "warning"),
+     ("apps/v1/StatefulSet", "warning"), ("statefulset", "warning"), ("/StatefulSet", "warning")],
+)
+def test_stateful_kinds_from_the_config(gitea_needs_a_db: Path, entry: str, severity: str) -> None:
+    config = dataclasses.replace(config_of(gitea_needs_a_db), stateful_kinds=(entry,))
+    finding = of(hazards(gitea_needs_a_db, config), "apps/StatefulSet gitea-actions/act-runner")
+    assert finding.severity == severity
+    if severity == "error":
+        assert f"so it is deleted and its state is lost ({entry} is listed in stateful_kinds)." in finding.message
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "stateful"),
+    [("v1", "PersistentVolumeClaim", True), ("v1", "PersistentVolume", True), ("v1", "Namespace", True),
+     ("postgresql.cnpg.io/v1", "Cluster", True), ("v1", "Secret", False), ("example.com/v1", "Cluster", False),
+     ("example.com/v1", "PersistentVolumeClaim", False)],
+)
+def test_built_in_stateful_kinds_are_matched_by_group_and_kind(api_version: str, kind: str, stateful: bool) -> None:
+    assert is_stateful(ResourceId.of(api_version, kind, "a", "x"), Config()) is stateful
+
+
+def test_prune_disabled_at_base_downgrades_the_move_to_info(example_repo: Path) -> None:
+    annotate(example_repo, "apps/wave-0/gitea.yaml", "gitea-data")
+    commit(example_repo, "protect gitea-data")
+    assert hazards(example_repo) == []  # adding the annotation alone is harmless
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate(example_repo)
+    commit(example_repo, "gitea: use a CNPG database")
+    findings = hazards(example_repo)
+    pvc = of(findings, PVC)
+    assert (pvc.code, pvc.severity, pvc.fix, pvc.line) == ("later-wave-move", "info", None, 9)
+    assert pvc.message == (
+        "PersistentVolumeClaim gitea/gitea-data moves from wave 0 (apps/wave-0/gitea.yaml) to the later wave 1 "
+        "(apps/wave-1/gitea.yaml); it carried kustomize.toolkit.fluxcd.io/prune: disabled at base, so apps-wave-0 "
+        "leaves it in place and apps-wave-1 adopts it. Once apps-wave-1 owns it, remove the annotation in a later "
+        "change if Flux should garbage-collect it again"
+    )
+    assert of(findings, "Namespace gitea").severity == "error"  # only the annotated object is protected
+
+
+def test_an_annotation_added_in_the_same_change_does_not_protect(example_repo: Path) -> None:
+    annotate(example_repo, "apps/wave-0/gitea.yaml", "gitea-data")
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate(example_repo)
+    commit(example_repo, "protect and move at once")
+    pvc = of(hazards(example_repo), PVC)
+    assert (pvc.code, pvc.severity) == ("later-wave-move", "error")
+    assert ("so the claim is deleted and its volume's data with it. The annotation this change adds comes too "
+            "late: the live object does not carry it when apps-wave-0 prunes. Safe procedure:") in pvc.message
+
+
+# ---- earlier-wave-move ------------------------------------------------------------------------------
+
+
+def test_moving_to_an_earlier_wave_is_info(example_repo: Path) -> None:
+    drop_dependencies(example_repo, "nextcloud")
+    regenerate(example_repo)
+    commit(example_repo, "nextcloud: no database")
+    findings = hazards(example_repo)
+    assert codes(findings) == {"earlier-wave-move"}
+    assert {f.severity for f in findings} == {"info"}
+    pvc = of(findings, "PersistentVolumeClaim nextcloud/nextcloud-data")
+    assert (pvc.wave, pvc.path, pvc.line, pvc.fix) == (0, "apps/wave-0/nextcloud.yaml", 9, None)
+    assert pvc.message == (
+        "PersistentVolumeClaim nextcloud/nextcloud-data moves from wave 1 (apps/wave-1/nextcloud.yaml) to the "
+        "earlier wave 0 (apps/wave-0/nextcloud.yaml): apps-wave-0 adopts it before apps-wave-1 reconciles, so "
+        "nothing is deleted"
+    )
+
+
+# ---- duplicate-resource -----------------------------------------------------------------------------
+
+
+def test_one_object_in_two_waves_is_an_error_without_any_base(example_repo: Path) -> None:
+    gitea = (example_repo / "apps/wave-0/gitea.yaml").read_text()
+    pvc_doc = "---\n" + gitea.split("---\n")[2]
+    with open(example_repo / "apps/wave-1/sonarr.yaml", "a") as handle:
+        handle.write(pvc_doc)
+    commit(example_repo, "copy gitea-data into sonarr.yaml")
+    now = read_inventory(FsTree(str(example_repo)), config_of(example_repo))
+    [finding] = duplicate_findings(now)
+    assert (finding.code, finding.severity, finding.resource, finding.wave, finding.path) == (
+        "duplicate-resource", "error", PVC, 1, "apps/wave-1/sonarr.yaml")
+    assert finding.line == (example_repo / "apps/wave-1/sonarr.yaml").read_text().count("\n") - 11
+    assert finding.message == (
+        f"{PVC} is defined 2 times: wave 0 (apps/wave-0/gitea.yaml:9), wave 1 (apps/wave-1/sonarr.yaml:"
+        f"{finding.line}); several Flux Kustomizations apply it and fight over it, and each one that later stops "
+        "applying it deletes it. Keep exactly one definition"
+    )
+    assert [f.code for f in hazards(example_repo)] == ["duplicate-resource"]
+
+
+def test_one_object_twice_in_one_wave_breaks_its_build(example_repo: Path) -> None:
+    with open(example_repo / "apps/wave-0/jackett.yaml", "a") as handle:
+        handle.write("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: gitea\n")
+    commit(example_repo)
+    [finding] = hazards(example_repo)
+    assert (finding.code, finding.severity, finding.wave, finding.resource) == (
+        "duplicate-resource", "error", 0, "Namespace gitea")
+    assert finding.message.endswith(
+        "kustomize refuses to build wave 0 with the same object twice. Keep exactly one definition"
+    )
+
+
+def test_the_example_has_no_duplicates(example_repo: Path) -> None:
+    assert duplicate_findings(read_inventory(FsTree(str(example_repo)), config_of(example_repo))) == []
+
+
+# ---- resource-dropped ---------------------------------------------------------------------------------
+
+
+def test_an_object_removed_from_a_kept_file_is_dropped(example_repo: Path) -> None:
+    pihole = (example_repo / "apps/wave-0/pihole.yaml").read_text()
+    docs = pihole.split("---\n")
+    (example_repo / "apps/wave-0/pihole.yaml").write_text("---\n".join(docs[:2] + docs[3:]))  # drop the PVC
+    commit(example_repo, "drop pihole-data")
+    [finding] = hazards(example_repo)
+    assert (finding.code, finding.severity, finding.wave, finding.path, finding.line, finding.resource) == (
+        "resource-dropped", "error", 0, "apps/wave-0/pihole.yaml", None, "PersistentVolumeClaim pihole/pihole-data")
+    assert finding.message == (
+        "PersistentVolumeClaim pihole/pihole-data (wave 0, apps/wave-0/pihole.yaml:9) is in no wave any more "
+        "although its file is kept: apps/wave-0/pihole.yaml (wave 0) no longer defines it. apps-wave-0 deletes it "
+        "when it reconciles: the claim is deleted and its volume's data with it. Put it back; if Flux should "
+        "delete it, delete it in a change of its own"
+    )
+
+
+def test_a_file_no_wave_lists_any_more_drops_its_objects(example_repo: Path) -> None:
+    edit(example_repo, "apps/wave-0/kustomization.yaml", "  - pihole.yaml\n", "")
+    commit(example_repo, "unlist pihole")
+    findings = hazards(example_repo)
+    assert codes(findings) == {"resource-dropped"} and {f.severity for f in findings} == {"error"}
+    assert sorted(f.resource or "" for f in findings) == [
+        "Namespace pihole", "PersistentVolumeClaim pihole/pihole-data", "Service pihole/pihole",
+        "apps/Deployment pihole/pihole",
+    ]
+    deployment = of(findings, "apps/Deployment pihole/pihole")
+    assert deployment.message == (
+        "apps/Deployment pihole/pihole (wave 0, apps/wave-0/pihole.yaml:22) is in no wave any more although its "
+        "file is kept: apps/wave-0/pihole.yaml is no longer listed in apps/wave-0/kustomization.yaml, so no wave "
+        "applies it. apps-wave-0 deletes it when it reconciles: it is deleted. Put it back; if Flux should delete "
+        "it, delete it in a change of its own"
+    )
+
+
+def test_a_file_moved_out_of_the_waves_drops_its_objects(example_repo: Path) -> None:
+    git(example_repo, "mv", "apps/wave-2/seerr.yaml", "apps/seerr.yaml")
+    edit(example_repo, "apps/wave-2/kustomization.yaml", "resources:\n  - seerr.yaml\n", "resources: []\n")
+    commit(example_repo)
+    findings = hazards(example_repo)
+    assert codes(findings) == {"resource-dropped", "wave-emptied"}
+    assert "apps/seerr.yaml is outside the wave directories, so no wave applies it. apps-wave-2 deletes it" in (
+        of(findings, "apps/Deployment seerr/seerr").message
+    )
+
+
+def test_a_protected_object_that_is_dropped_is_a_warning(example_repo: Path) -> None:
+    annotate(example_repo, "apps/wave-0/pihole.yaml", "pihole-data")
+    commit(example_repo, "protect")
+    edit(example_repo, "apps/wave-0/kustomization.yaml", "  - pihole.yaml\n", "")
+    commit(example_repo, "unlist pihole")
+    finding = of(hazards(example_repo), "PersistentVolumeClaim pihole/pihole-data")
+    assert (finding.code, finding.severity) == ("resource-dropped", "warning")
+    assert finding.message.endswith(
+        "It carries kustomize.toolkit.fluxcd.io/prune: disabled, so Flux leaves it in the cluster, unmanaged. "
+        "Put it back in a wave, or delete it by hand"
+    )
+
+
+def test_a_file_moved_between_waves_drops_nothing(example_repo: Path) -> None:
+    drop_dependencies(example_repo, "seerr")
+    regenerate(example_repo)
+    commit(example_repo)
+    assert "resource-dropped" not in codes(hazards(example_repo))
+
+
+# ---- resource-removed ---------------------------------------------------------------------------------
+
+
+def test_deleting_a_file_removes_its_objects(example_repo: Path) -> None:
+    git(example_repo, "rm", "-q", "apps/wave-0/pihole.yaml")
+    regenerate(example_repo)
+    commit(example_repo, "retire pihole")
+    findings = hazards(example_repo)
+    assert codes(findings) == {"resource-removed"}
+    assert sorted((f.severity, f.resource or "") for f in findings) == [
+        ("info", "Service pihole/pihole"), ("info", "apps/Deployment pihole/pihole"),
+        ("warning", "Namespace pihole"), ("warning", "PersistentVolumeClaim pihole/pihole-data"),
+    ]
+    pvc = of(findings, "PersistentVolumeClaim pihole/pihole-data")
+    assert (pvc.wave, pvc.path, pvc.line, pvc.fix) == (0, "apps/wave-0/pihole.yaml", 9, PRUNE_SNIPPET)
+    assert pvc.message == (
+        "apps/wave-0/pihole.yaml is deleted in this change, so apps-wave-0 deletes PersistentVolumeClaim "
+        "pihole/pihole-data when it reconciles: the claim is deleted and its volume's data with it. If the data "
+        "must survive, first merge a change that only adds the annotation kustomize.toolkit.fluxcd.io/prune: "
+        "disabled to it, wait until apps-wave-0 has reconciled it, then delete the file"
+    )
+    service = of(findings, "Service pihole/pihole")
+    assert service.message == (
+        "apps/wave-0/pihole.yaml is deleted in this change, so apps-wave-0 deletes Service pihole/pihole when it "
+        "reconciles"
+    )
+    assert service.fix is None
+
+
+def test_deleting_a_protected_object_leaves_it_in_the_cluster(example_repo: Path) -> None:
+    annotate(example_repo, "apps/wave-0/pihole.yaml", "pihole-data")
+    commit(example_repo, "protect")
+    git(example_repo, "rm", "-q", "apps/wave-0/pihole.yaml")
+    regenerate(example_repo)
+    commit(example_repo, "retire pihole")
+    pvc = of(hazards(example_repo), "PersistentVolumeClaim pihole/pihole-data")
+    assert (pvc.code, pvc.severity) == ("resource-removed", "info")
+    assert pvc.message == (
+        "apps/wave-0/pihole.yaml is deleted in this change; PersistentVolumeClaim pihole/pihole-data carries "
+        "kustomize.toolkit.fluxcd.io/prune: disabled, so Flux leaves it in the cluster, unmanaged. Delete it by "
+        "hand if it is no longer needed"
+    )
+
+
+# ---- kustomization-removed: the monolithic `apps` cutover ----------------------------------------
+
+LEGACY_APPS = """apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  path: ./apps
+  interval: 10m
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"""
+
+
+def retire_legacy_apps(example_repo: Path, spec: str) -> Path:
+    """Commit the seed's monolithic `apps` Kustomization with `spec`, then a commit removing it."""
+    write_files(example_repo, {"clusters/base/apps.yaml": LEGACY_APPS + spec})
+    commit(example_repo, "the monolithic apps Kustomization, as before the cutover")
+    git(example_repo, "rm", "-q", "clusters/base/apps.yaml")
+    commit(example_repo, "cutover: remove apps")
+    return example_repo
+
+
+def test_removing_a_pruning_kustomization_is_an_error_with_the_runbook(example_repo: Path) -> None:
+    repo = retire_legacy_apps(example_repo, "  prune: true\n  wait: true\n")
+    [finding] = hazards(repo)
+    assert (finding.code, finding.severity, finding.path, finding.line, finding.wave) == (
+        "kustomization-removed", "error", "clusters/base/apps.yaml", 1, None)
+    assert finding.resource == "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps"
+    assert finding.message == (
+        "the Flux Kustomization flux-system/apps (clusters/base/apps.yaml:1) has prune: true and this change "
+        "removes it: the Kustomization that applies clusters/base deletes it, and its finalizer then deletes "
+        "everything it still owns (everything it applies from ./apps), PVCs and CNPG databases included, even "
+        "those another Kustomization is about to adopt. Safe procedure: 1. merge a change that only sets "
+        "spec.prune: false (or spec.deletionPolicy: Orphan) on apps; 2. wait until it has reconciled "
+        "(kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}' prints false); 3. then merge "
+        "its removal: its objects stay alive and the Kustomizations that now apply them adopt them without a delete"
+    )
+    assert finding.fix == PRUNE_FALSE_SNIPPET
+
+
+@pytest.mark.parametrize("spec", ["  prune: false\n", "  prune: true\n  deletionPolicy: Orphan\n"])
+def test_removing_a_kustomization_that_orphans_is_safe(example_repo: Path, spec: str) -> None:
+    repo = retire_legacy_apps(example_repo, spec)
+    assert hazards(repo) == []
+
+
+def test_deletion_policy_delete_deletes_even_without_prune(example_repo: Path) -> None:
+    repo = retire_legacy_apps(example_repo, "  prune: false\n  deletionPolicy: Delete\n")
+    [finding] = hazards(repo)
+    assert finding.code == "kustomization-removed" and finding.fix == ORPHAN_SNIPPET
+    assert "has spec.deletionPolicy: Delete and this change removes it" in finding.message
+    assert ("1. merge a change that only sets spec.deletionPolicy: Orphan on apps; 2. wait until it has reconciled "
+            "(kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.deletionPolicy}' prints Orphan)"
+            ) in finding.message
+
+
+def test_removing_a_wave_kustomization_counts_what_it_owns(example_repo: Path) -> None:
+    # clusters/prod/patches/apps-wave-2-sops.yaml still names it: a patch does not keep it alive.
+    git(example_repo, "rm", "-q", "clusters/base/apps-wave-2.yaml")
+    commit(example_repo)
+    [finding] = hazards(example_repo)
+    assert (finding.code, finding.wave, finding.line) == ("kustomization-removed", 2, 3)
+    assert "its finalizer then deletes everything it still owns (the 4 object(s) of wave 2 at base)" in (
+        finding.message
+    )
+
+
+# ---- wave-emptied, removable waves, wave-removed ----------------------------------------------------
+
+
+def test_a_wave_emptied_by_the_change_is_kept_with_a_warning(example_repo: Path) -> None:
+    drop_dependencies(example_repo, "seerr")
+    regenerate(example_repo)
+    commit(example_repo, "seerr: no dependencies")
+    assert "resources: []" in (example_repo / "apps/wave-2/kustomization.yaml").read_text()
+    findings = hazards(example_repo)
+    assert codes(findings) == {"earlier-wave-move", "wave-emptied"}
+    [emptied] = [f for f in findings if f.code == "wave-emptied"]
+    assert (emptied.severity, emptied.wave, emptied.path, emptied.resource) == (
+        "warning", 2, "apps/wave-2/kustomization.yaml",
+        "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps-wave-2")
+    assert emptied.message == (
+        "wave 2 applied 4 object(s) at base and applies none now. wave-bot keeps apps/wave-2/kustomization.yaml "
+        "(with resources: []) and apps-wave-2, because deleting a Flux Kustomization with prune: true deletes "
+        "everything it still owns. Once apps-wave-2 has reconciled the empty wave it owns nothing, and wave-bot "
+        "removes it when it is beyond the deepest wave"
+    )
+
+
+def test_a_wave_that_keeps_objects_is_not_emptied(gitea_needs_a_db: Path) -> None:
+    assert "wave-emptied" not in codes(hazards(gitea_needs_a_db))
+
+
+EMPTY_WAVE = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
+
+
+def add_wave(repo: Path, n: int, files: dict[str, str] | None = None) -> None:
+    """Wave `n` with its directory, Flux Kustomization, base entry and overlay patches (dev inline, prod file)."""
+    cr = (repo / "clusters/base/apps-wave-2.yaml").read_text()
+    cr = cr.replace("name: apps-wave-1", f"name: apps-wave-{n - 1}")
+    cr = cr.replace("name: apps-wave-2", f"name: apps-wave-{n}")
+    listing = EMPTY_WAVE if not files else EMPTY_WAVE.replace(" []\n", "\n" + "".join(f"  - {f}\n" for f in files))
+    write_files(repo, {
+        f"apps/wave-{n}/kustomization.yaml": listing,
+        f"clusters/base/apps-wave-{n}.yaml": cr.replace("./apps/wave-2", f"./apps/wave-{n}"),
+        f"clusters/prod/patches/apps-wave-{n}-sops.yaml": (
+            repo / "clusters/prod/patches/apps-wave-2-sops.yaml").read_text().replace("apps-wave-2", f"apps-wave-{n}"),
+        **{f"apps/wave-{n}/{name}": content for name, content in (files or {}).items()},
+    })
+    edit(repo, "clusters/base/kustomization.yaml", "  - cluster-vars.yaml",
+         f"  - apps-wave-{n}.yaml\n  - cluster-vars.yaml")
+    dev = (repo / "clusters/dev/kustomization.yaml").read_text()
+    inline = dev[dev.index("  - patch: |\n      apiVersion: kustomize.toolkit.fluxcd.io/v1\n      kind: Kustomization"
+                           "\n      metadata:\n        name: apps-wave-2"):]
+    (repo / "clusters/dev/kustomization.yaml").write_text(dev + inline.replace("apps-wave-2", f"apps-wave-{n}"))
+    with open(repo / "clusters/prod/kustomization.yaml", "a") as handle:
+        handle.write(f"  - path: patches/apps-wave-{n}-sops.yaml\n")
+
+
+def inventories(repo: Path) -> tuple[Inventory, Inventory]:
+    """(base, now) for the last commit."""
+    config, cache = config_of(repo), ParseCache()
+    return (read_inventory(GitTree(str(repo), "HEAD~1"), config, cache),
+            read_inventory(FsTree(str(repo)), config, cache))
+
+
+def test_waves_already_empty_at_base_beyond_the_deepest_are_removable(example_repo: Path) -> None:
+    add_wave(example_repo, 3)
+    add_wave(example_repo, 4)
+    commit(example_repo, "two empty waves")
+    (example_repo / "apps/wave-0/README.md").write_text("a change that moves nothing\n")
+    commit(example_repo)
+    base, now = inventories(example_repo)
+    assert removable_waves(base, now, 2) == (3, 4)
+    assert removable_waves(base, now, 3) == (4,)
+    assert removable_waves(base, now, 4) == ()
+
+
+def test_a_wave_that_owned_objects_at_base_is_not_removable(example_repo: Path) -> None:
+    add_wave(example_repo, 3, {"extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: a\n"})
+    add_wave(example_repo, 4)
+    commit(example_repo, "wave 3 holds a ConfigMap")
+    git(example_repo, "rm", "-q", "apps/wave-3/extra.yaml")
+    (example_repo / "apps/wave-3/kustomization.yaml").write_text(EMPTY_WAVE)
+    commit(example_repo, "drop it")
+    base, now = inventories(example_repo)
+    assert removable_waves(base, now, 2) == (4,)  # wave 3 still owns the ConfigMap until it reconciles
+    assert removable_waves(base, now, None) == (4,)  # and a wave below one that stays never goes
+
+
+def test_a_wave_below_a_wave_that_stays_is_not_removable(example_repo: Path) -> None:
+    add_wave(example_repo, 3)
+    add_wave(example_repo, 4, {"extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: a\n"})
+    commit(example_repo, "wave 4 holds a ConfigMap")
+    (example_repo / "apps/wave-0/README.md").write_text("a change that moves nothing\n")
+    commit(example_repo)
+    base, now = inventories(example_repo)
+    assert removable_waves(base, now, 2) == ()
+
+
+def line_of(repo: Path, path: str, text: str) -> int:
+    """1-based number of the last line of `path` that is exactly `text`."""
+    lines = (repo / path).read_text().splitlines()
+    return len(lines) - lines[::-1].index(text)
+
+
+def test_wave_removed_names_the_lines_to_delete(example_repo: Path) -> None:
+    add_wave(example_repo, 3)
+    commit(example_repo, "an empty wave 3")
+    tree = FsTree(str(example_repo))
+    config = config_of(example_repo)
+    references = wave_references(tree, config, 3)
+    base_line = line_of(example_repo, "clusters/base/kustomization.yaml", "  - apps-wave-3.yaml")
+    dev_line = line_of(example_repo, "clusters/dev/kustomization.yaml", "  - patch: |")  # the last inline patch
+    prod_line = line_of(example_repo, "clusters/prod/kustomization.yaml", "  - path: patches/apps-wave-3-sops.yaml")
+    assert (base_line, dev_line, prod_line) == (17, 55, 15)
+    assert references == (
+        Reference("clusters/base/kustomization.yaml", 17, "resource apps-wave-3.yaml"),
+        Reference("clusters/dev/kustomization.yaml", 55, "inline patch for apps-wave-3"),
+        Reference("clusters/prod/kustomization.yaml", 15, "patch file patches/apps-wave-3-sops.yaml"),
+    )
+    base = read_inventory(tree, config)
+    finding = wave_removed_finding(base, 3, config, references)
+    assert (finding.code, finding.severity, finding.wave, finding.path, finding.resource) == (
+        "wave-removed", "info", 3, "clusters/base/apps-wave-3.yaml",
+        "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps-wave-3")
+    assert finding.message == (
+        "wave 3 was already empty at base and is beyond the deepest wave, so wave-bot deletes apps/wave-3/ and "
+        "clusters/base/apps-wave-3.yaml: apps-wave-3 owns nothing, so deleting it deletes nothing; also delete "
+        "clusters/base/kustomization.yaml:17 (resource apps-wave-3.yaml); clusters/dev/kustomization.yaml:55 "
+        "(inline patch for apps-wave-3); clusters/prod/kustomization.yaml:15 (patch file "
+        "patches/apps-wave-3-sops.yaml)"
+    )
+    assert finding.fix == (
+        "clusters/base/kustomization.yaml:17\nclusters/dev/kustomization.yaml:55\nclusters/prod/kustomization.yaml:15"
+    )
+    assert wave_references(tree, config, 5) == ()
+    assert wave_removed_finding(base, 5, config).message.endswith("deleting it deletes nothing")
+
+
+def test_explicit_overlays_and_patch_targets(example_repo: Path) -> None:
+    write_files(example_repo, {"clusters/staging/kustomization.yaml": (
+        "resources:\n  - ../base\npatches:\n  - target:\n      kind: Kustomization\n      name: apps-wave-1\n"
+        "    patch: |\n      - op: add\n        path: /spec/force\n        value: true\n"
+    )})
+    config = dataclasses.replace(config_of(example_repo), overlays=("clusters/staging",))
+    assert wave_references(FsTree(str(example_repo)), config, 1) == (
+        Reference("clusters/base/kustomization.yaml", 15, "resource apps-wave-1.yaml"),
+        Reference("clusters/staging/kustomization.yaml", 4, "patch targeting apps-wave-1"),
+    )
+
+
+# ---- invalid manifests and determinism ---------------------------------------------------------------
+
+
+def test_an_unreadable_manifest_now_is_reported_and_one_at_base_is_not(example_repo: Path) -> None:
+    with open(example_repo / "apps/wave-1/sonarr.yaml", "a") as handle:
+        handle.write("---\napiVersion: v1\nmetadata:\n  name: nameless-kind\n")
+    commit(example_repo, "break sonarr")
+    [finding] = hazards(example_repo)
+    assert (finding.code, finding.severity, finding.path, finding.wave) == (
+        "invalid-manifest", "error", "apps/wave-1/sonarr.yaml", 1)
+    assert re.fullmatch(r"apps/wave-1/sonarr\.yaml:\d+: the document has no kind; .*", finding.message)
+    edit(example_repo, "apps/wave-1/sonarr.yaml", "metadata:\n  name: nameless-kind\n",
+         "kind: ConfigMap\nmetadata:\n  name: nameless-kind\n  namespace: sonarr\n")
+    commit(example_repo, "fix sonarr")
+    assert hazards(example_repo) == []  # the broken base does not block the fix
+
+
+def test_findings_are_deterministic(gitea_needs_a_db: Path) -> None:
+    assert hazards(gitea_needs_a_db) == hazards(gitea_needs_a_db)
