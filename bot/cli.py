@@ -50,7 +50,12 @@ def _plan(args: argparse.Namespace) -> Plan:
     from bot.plan import make_plan
 
     tree, config = _load(args)
-    return make_plan(tree, config)
+    base = None
+    if args.base:
+        from bot.git import GitTree
+
+        base = GitTree(args.path, args.base)
+    return make_plan(tree, config, base=base, fix_overlays=args.fix_overlays)
 
 
 def _print(plan: Plan, fmt: str, applied: bool = False) -> None:
@@ -106,6 +111,10 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("path", nargs="?", default=".", metavar="PATH", help="repository root (default: .)")
         sub.add_argument("--config", metavar="FILE", help="config file (default: PATH/.wave-bot.yaml)")
         sub.add_argument("--format", choices=("text", "json", "markdown"), default="text", help="output format")
+        sub.add_argument("--base", metavar="REV",
+                         help="the deployed revision (e.g. origin/main) to check Flux prune hazards against")
+        sub.add_argument("--fix-overlays", action="store_true",
+                         help="also add missing base entries and SOPS decryption patches for the waves")
         sub.set_defaults(func=func)
     run = commands.add_parser("run", help="the GitHub/Gitea Actions entrypoint (reads GITHUB_* variables)")
     run.set_defaults(func=cmd_run)

@@ -246,6 +246,11 @@ def decryption_findings(
     when the wave holds a SOPS file), stale-decryption-patch for a patch naming a removed wave that
     breaks the build, and overlay-build-error / overlay-not-checked when the overlay cannot be read."""
     findings: list[Finding] = []
+    # Judge each overlay as if the base listed every wave: a wave missing from the base is its own
+    # finding (missing-base-entry), and the overlay's decryption for it matters all the same.
+    work = _Work(tree)
+    _base_edits(work, config, waves, require_file=True)
+    tree = work.tree()
     in_base = _built_waves(tree, config.base_dir, config, waves)
     for overlay in discover_overlays(tree, config):
         try:

@@ -5,13 +5,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import render
+from bot import hazards, overlays, render
 from bot.catalog import load_catalog
 from bot.config import Config
 from bot.model import Change, Finding
 from bot.placement import KUSTOMIZATION, AppFile, app_entries, existing_waves, place_files
 from bot.errors import WaveBotError
-from bot.tree import Tree, refuse_link
+from bot.inventory import ParseCache, read_inventory
+from bot.tree import PlannedTree, Tree, refuse_link
 from bot.waves import WaveGraph, compute_waves
 
 
@@ -88,21 +89,45 @@ class Plan:
 
 
 def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays: bool = False) -> Plan:
-    """Compute the wave layout `tree` should have and the changes that get it there.
+    """Compute the wave layout `tree` should have, the changes that get it there, and the findings.
 
-    `base` is the deployed revision (the PR base) for the prune-hazard checks; `fix_overlays` adds
-    the changes that give new waves their base entry and SOPS decryption.
+    `base` is the deployed revision (the PR base): with it the plan checks Flux prune hazards and
+    removes waves that were already empty there. `fix_overlays` adds the edits that give every wave
+    its base entry and SOPS decryption in every overlay.
     """
     graph = compute_waves(load_catalog(tree, config), config)
     files = place_files(tree, graph, config)
     targets = {f.target_wave for f in files if f.target_wave is not None}
-    deepest = max(targets | existing_waves(tree, config), default=None)
+    existing = existing_waves(tree, config)
+    deepest = max(targets | existing, default=None)
     waves = tuple(range(deepest + 1)) if deepest is not None else ()
     template, template_source = render.resolve_template(tree, config)
+    moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
     generated = _generated(files, waves, template, config)
-    changes = [Change("move", f.target, source=f.path) for f in files if f.moves]
-    changes += _writes(tree, generated)
+    cache = ParseCache()
+    now = read_inventory(PlannedTree(tree, [*moves, *_writes(tree, generated)]), config, cache)
     findings = _placement_findings(files, graph, config)
+    if base is not None:
+        before = read_inventory(base, config, cache)
+        removed = hazards.removable_waves(before, now, max(targets, default=None))
+        waves = tuple(n for n in waves if n not in removed)
+        generated = {p: c for p, c in generated.items() if not any(p in _wave_files(n, config) for n in removed)}
+        findings += [hazards.wave_removed_finding(before, n, config, hazards.wave_references(tree, config, n))
+                     for n in removed]
+        findings += hazards.hazard_findings(before, now, config)
+        deepest_before = max(existing_waves(base, config), default=None)
+    else:
+        removed = ()
+        findings += [*now.problems, *hazards.duplicate_findings(now)]
+        deepest_before = max(existing, default=None)
+    changes = [*moves, *_writes(tree, generated), *_deletes(tree, removed, config)]
+    planned = PlannedTree(tree, changes)
+    if fix_overlays:
+        changes += overlays.fix_overlays(planned, config, waves)
+        planned = PlannedTree(tree, changes)
+    findings += overlays.base_findings(planned, config, waves)
+    findings += overlays.new_deepest_wave_findings(planned, config, waves, deepest_before)
+    findings += overlays.decryption_findings(planned, config, waves, set(now.sops_waves()))
     base_waves = {path.rsplit("/", 1)[-1]: wave for path, wave, _ in app_entries(base, config)} if base else None
     return Plan(
         config=config,
@@ -110,10 +135,20 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         files=tuple(files),
         waves=waves,
         changes=tuple(changes),
-        findings=tuple(sorted(findings, key=Finding.sort_key)),
+        findings=tuple(sorted(set(findings), key=Finding.sort_key)),
         template_source=template_source,
         base_waves=base_waves,
     )
+
+
+def _wave_files(n: int, config: Config) -> tuple[str, str]:
+    """The two files wave-bot generates for wave `n`."""
+    return f"{config.wave_dir(n)}/{KUSTOMIZATION}", config.wave_cr_path(n)
+
+
+def _deletes(tree: Tree, waves: tuple[int, ...], config: Config) -> list[Change]:
+    """Delete the generated files of `waves` (nothing else: a stray file keeps its directory)."""
+    return [Change("delete", p) for n in waves for p in _wave_files(n, config) if tree.kind(p) == "file"]
 
 
 def _generated(
@@ -125,8 +160,9 @@ def _generated(
             resources[file.target_wave].append(file.name)
     out: dict[str, bytes] = {}
     for n in waves:
-        out[f"{config.wave_dir(n)}/{KUSTOMIZATION}"] = render.wave_kustomization(resources[n])
-        out[config.wave_cr_path(n)] = render.wave_cr(n, template, config)
+        kustomization, cr = _wave_files(n, config)
+        out[kustomization] = render.wave_kustomization(resources[n])
+        out[cr] = render.wave_cr(n, template, config)
     return out
 
 
