@@ -1,7 +1,7 @@
 """The catalog: one ServiceDefinition per file, read into names and dependency edges."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot import yamlio
@@ -14,9 +14,26 @@ SERVICE_KIND = "ServiceDefinition"
 
 
 @dataclass(frozen=True)
+class Where:
+    """A key in a catalog file. Its line is looked up only when a message needs it: finding lines
+    means scanning the file a second time, which 10,000-service catalogs should not pay for."""
+
+    doc: yamlio.Document = field(compare=False, repr=False)
+    key: yamlio.Path = ()
+
+    @property
+    def line(self) -> int:
+        return self.doc.info.line(self.key)
+
+
+@dataclass(frozen=True)
 class Dependency:
     target: str
-    line: int
+    where: Where
+
+    @property
+    def line(self) -> int:
+        return self.where.line
 
 
 @dataclass(frozen=True)
@@ -26,7 +43,11 @@ class Service:
     name: str
     dependencies: tuple[Dependency, ...]
     path: str
-    line: int
+    where: Where
+
+    @property
+    def line(self) -> int:
+        return self.where.line
 
 
 def load_catalog(tree: Tree, config: Config) -> list[Service]:
@@ -76,44 +97,46 @@ def parse_service(data: bytes, path: str) -> Service:
     if doc is None:
         raise WaveBotError("is empty; expected a ServiceDefinition", path=path,
                            hint="delete the file or give it metadata.name")
-    value, info = doc.value, doc.info
+    value = doc.value
     if not isinstance(value, dict):
-        raise WaveBotError("is not a mapping; expected a ServiceDefinition", path=path, line=info.start_line)
+        raise WaveBotError("is not a mapping; expected a ServiceDefinition", path=path, line=doc.info.start_line)
     kind = value.get("kind")
     if kind is not None and kind != SERVICE_KIND:
         raise WaveBotError(
             f"has kind '{kind}'; every file in the catalog must be a {SERVICE_KIND}",
-            path=path, line=info.line(("kind",)), hint="move it out of the catalog directory",
+            path=path, line=doc.info.line(("kind",)), hint="move it out of the catalog directory",
         )
     name, name_path = _field(value, "metadata", "name")
     if name is None:
-        raise WaveBotError("has no name", path=path, line=info.start_line, hint="add metadata.name: <service>")
-    line = info.line(name_path)
+        raise WaveBotError("has no name", path=path, line=doc.info.start_line,
+                           hint="add metadata.name: <service>")
+    where = Where(doc, name_path)
     if not is_dns_label(name):
         raise WaveBotError(
-            f"name {name!r} is not a DNS-1123 label", path=path, line=line,
+            f"name {name!r} is not a DNS-1123 label", path=path, line=where.line,
             hint="use lower-case letters, digits and '-', at most 63 characters",
         )
-    return Service(name=name, dependencies=_dependencies(value, info, name, path), path=path, line=line)
+    return Service(name=name, dependencies=_dependencies(doc, name, path), path=path, where=where)
 
 
-def _dependencies(value: dict[str, Any], info: yamlio.DocInfo, name: str, path: str) -> tuple[Dependency, ...]:
-    items, base = _field(value, "spec", "dependencies")
+def _dependencies(doc: yamlio.Document, name: str, path: str) -> tuple[Dependency, ...]:
+    items, base = _field(doc.value, "spec", "dependencies")
     if items is None:
         return ()
     if not isinstance(items, list):
-        raise WaveBotError("dependencies must be a list", path=path, line=info.line(base),
+        raise WaveBotError("dependencies must be a list", path=path, line=doc.info.line(base),
                            hint="write each dependency as '- to: <service>'")
     found: dict[str, Dependency] = {}
     for index, item in enumerate(items):
         target = item.get("to") if isinstance(item, dict) else item
-        line = info.line((*base, index, "to") if isinstance(item, dict) else (*base, index))
+        where = Where(doc, (*base, index, "to") if isinstance(item, dict) else (*base, index))
         if not is_dns_label(target):
             raise WaveBotError(
                 f"dependency {index + 1} of '{name}' must name a service (a DNS-1123 label), got {target!r}",
-                path=path, line=line, hint="write it as '- to: <service>'",
+                path=path, line=where.line, hint="write it as '- to: <service>'",
             )
         if target == name:
-            raise WaveBotError(f"'{name}' depends on itself", path=path, line=line, hint="remove this dependency")
-        found.setdefault(target, Dependency(target, line))
+            raise WaveBotError(f"'{name}' depends on itself", path=path, line=where.line,
+                               hint="remove this dependency")
+        found.setdefault(target, Dependency(target, where))
     return tuple(found.values())

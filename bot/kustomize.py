@@ -384,7 +384,7 @@ def read_bytes(tree: Tree, path: str) -> bytes:
 def _load(data: bytes, path: str) -> list[yamlio.Document]:
     """YAML documents through yamlio (its limits), with a YAML mistake as a BuildError."""
     try:
-        return [d for d in yamlio.load(data, path) if not d.info.empty]
+        return [d for d in yamlio.load(data, path) if d.value is not None]
     except WaveBotError as exc:
         raise BuildError(exc.message, path=exc.path, line=exc.line, hint=exc.hint) from None
 

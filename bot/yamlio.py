@@ -18,10 +18,12 @@ from typing import Any
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
-    CollectionStartEvent,
+    DocumentEndEvent,
     DocumentStartEvent,
+    MappingEndEvent,
     MappingStartEvent,
     ScalarEvent,
+    SequenceEndEvent,
     SequenceStartEvent,
 )
 from ruamel.yaml.reader import ReaderError
@@ -73,12 +75,29 @@ class DocInfo:
         return self.start_line
 
 
-@dataclass(frozen=True)
-class Document:
-    """A fully loaded YAML document and where its keys are."""
+class _Lines:
+    """The scan of one file for its key lines: done at most once, and for small files only on demand."""
 
-    value: Any
-    info: DocInfo
+    def __init__(self, data: bytes, path: str, infos: list[DocInfo] | None) -> None:
+        self._data, self._path, self._infos = data, path, infos
+
+    def get(self) -> list[DocInfo]:
+        if self._infos is None:
+            self._infos = scan(self._data, self._path)
+        return self._infos
+
+
+class Document:
+    """A fully loaded YAML document, and (`info`) where its keys are."""
+
+    def __init__(self, value: Any, lines: _Lines, index: int) -> None:
+        self.value = value
+        self._lines = lines
+        self._index = index
+
+    @property
+    def info(self) -> DocInfo:
+        return self._lines.get()[self._index]
 
 
 def _error(path: str, message: str, line: int | None = None, hint: str | None = None) -> WaveBotError:
@@ -128,139 +147,117 @@ def _yaml_error(exc: YAMLError, data: bytes, path: str) -> WaveBotError:
     return _error(path, f"invalid YAML: {text}", _mark_line(exc, data))
 
 
-@dataclass
-class _Node:
-    """An open collection while scanning."""
+class _Frame:
+    """A collection still open while scanning."""
 
-    is_map: bool
-    path: Path
-    anchor: str | None
-    nodes: int = 1
-    index: int = 0
-    key: str | int | None = None
-    key_line: int = 0
-    expect_key: bool = True
+    __slots__ = ("is_map", "path", "anchor", "line", "is_key", "nodes", "index", "key", "key_line", "expect_key")
+
+    def __init__(self, is_map: bool, path: Path | None, anchor: str | None, line: int, is_key: bool) -> None:
+        self.is_map = is_map
+        self.path = path  # None once deeper than anyone looks
+        self.anchor = anchor
+        self.line = line
+        self.is_key = is_key  # a collection used as a mapping key (legal YAML, no usable name)
+        self.nodes = 1  # nodes below and including this one, aliases expanded
+        self.index = 0
+        self.key: str | int = "?"
+        self.key_line = line
+        self.expect_key = True
+
+    def advance(self, was_key: bool) -> None:
+        """A child node is complete: a map now wants its value (or next key), a list its next item."""
+        if self.is_map:
+            self.expect_key = not was_key
+        else:
+            self.index += 1
 
 
-class _Scan:
-    """State of one scan; split out of `scan()` only to keep each step small."""
+class _Scanner:
+    """One pass over a file's events. The loop is written flat because it runs once per YAML node
+    of every manifest in the repository: it is what `plan` spends most of its time in."""
 
-    def __init__(self, path: str, capture: Callable[[Path], bool] | None, line_depth: int) -> None:
-        self.file = path
+    def __init__(self, file: str, capture: Callable[[Path], bool] | None, line_depth: int, capture_depth: int) -> None:
+        self.file = file
         self.capture = capture
         self.line_depth = line_depth
-        self.anchors: dict[str, int] = {}
-        self.total = 0
-        self.docs: list[DocInfo] = []
-        self.stack: list[_Node] = []
-        self.lines: dict[Path, int] = {}
-        self.scalars: dict[Path, str] = {}
-        self.root_kind: str | None = None
-        self.start_line = 1
+        self.path_depth = max(line_depth, capture_depth if capture is not None else 0)
 
-    def _count(self, n: int, line: int) -> None:
-        self.total += n
-        if self.total > MAX_NODES:
-            raise _error(
-                self.file,
-                f"YAML expands to more than {MAX_NODES:,} nodes (aliases nested like a 'billion laughs' bomb?)",
-                line,
-            )
+    def too_many(self, line: int) -> WaveBotError:
+        return _error(self.file, f"YAML expands to more than {MAX_NODES:,} nodes "
+                      "(aliases nested like a 'billion laughs' bomb?)", line)
 
-    def _slot(self) -> tuple[Path, bool]:
-        """Where the next node goes: (its path, whether it is a mapping key)."""
-        if not self.stack:
-            return (), False
-        top = self.stack[-1]
-        if top.is_map:
-            if top.expect_key:
-                return top.path + ("?",), True
-            return top.path + (top.key if top.key is not None else "?",), False
-        return top.path + (top.index,), False
-
-    def _placed(self, value: str | None, line: int, was_key: bool) -> None:
-        """Bookkeeping after a node has been completely read."""
-        if not self.stack:
-            return
-        top = self.stack[-1]
-        if top.is_map and was_key:
-            top.key = value if value is not None else "?"
-            top.key_line = line
-            top.expect_key = False
-            return
-        if top.is_map:
-            top.expect_key = True
-        else:
-            top.index += 1
-
-    def _record_line(self, path: Path, line: int, was_key: bool) -> None:
-        if was_key or not path or len(path) > self.line_depth:
-            return
-        top = self.stack[-1] if self.stack else None
-        self.lines.setdefault(path, top.key_line if top is not None and top.is_map else line)
-
-    def scalar(self, event: ScalarEvent, line: int) -> None:
-        path, was_key = self._slot()
-        self._count(1, line)
-        if self.stack:
-            self.stack[-1].nodes += 1
-        else:
-            null = event.implicit[0] and event.value in ("", "~", "null", "Null", "NULL")
-            self.root_kind = "empty" if null else "scalar"
-        self._record_line(path, line, was_key)
-        if not was_key and self.capture is not None and self.capture(path):
-            self.scalars[path] = event.value
-        if event.anchor:
-            self.anchors[event.anchor] = 1
-        self._placed(event.value, line, was_key)
-
-    def alias(self, event: AliasEvent, line: int) -> None:
-        path, was_key = self._slot()
-        size = self.anchors.get(event.anchor)
-        if size is None:
-            raise _error(self.file, f"invalid YAML: unknown alias *{event.anchor}", line)
-        self._count(size, line)
-        if self.stack:
-            self.stack[-1].nodes += size
-        self._record_line(path, line, was_key)
-        self._placed(None, line, was_key)
-
-    def start(self, event: CollectionStartEvent, line: int) -> None:
-        path, was_key = self._slot()
-        if len(self.stack) >= MAX_DEPTH:
-            raise _error(self.file, f"YAML nested more than {MAX_DEPTH} levels deep", line)
-        self._count(1, line)
-        if not self.stack:
-            self.root_kind = "map" if isinstance(event, MappingStartEvent) else "seq"
-        self._record_line(path, line, was_key)
-        self.stack.append(_Node(isinstance(event, MappingStartEvent), path, event.anchor))
-        self.stack[-1].key_line = line
-
-    def end(self, line: int) -> None:
-        node = self.stack.pop()
-        if node.anchor:
-            self.anchors[node.anchor] = node.nodes
-        if self.stack:
-            self.stack[-1].nodes += node.nodes
-            # A collection used as a mapping key is legal YAML; it just has no usable name.
-            was_key = self.stack[-1].is_map and self.stack[-1].expect_key
-            self._placed(None, line, was_key)
-
-    def begin_document(self, line: int) -> None:
-        self.lines, self.scalars, self.root_kind = {}, {}, None
-        self.anchors = {}
-        self.start_line = line
-
-    def end_document(self) -> None:
-        self.docs.append(
-            DocInfo(
-                start_line=self.start_line,
-                lines=self.lines,
-                scalars=self.scalars,
-                is_mapping=self.root_kind == "map",
-                empty=self.root_kind in (None, "empty"),
-            )
-        )
+    def run(self, parser: Any) -> list[DocInfo]:
+        capture, line_depth, path_depth = self.capture, self.line_depth, self.path_depth
+        docs: list[DocInfo] = []
+        stack: list[_Frame] = []
+        anchors: dict[str, int] = {}
+        lines: dict[Path, int] = {}
+        scalars: dict[Path, str] = {}
+        root: str | None = None
+        start_line = total = 0
+        while parser.check_event():
+            event = parser.get_event()
+            cls = type(event)
+            if cls is ScalarEvent or cls is AliasEvent or cls is MappingStartEvent or cls is SequenceStartEvent:
+                line = event.start_mark.line + 1
+                top = stack[-1] if stack else None
+                is_key = top is not None and top.is_map and top.expect_key
+                path: Path | None = ()
+                if top is not None:
+                    if is_key or top.path is None or len(top.path) >= path_depth:
+                        path = None
+                    else:
+                        path = top.path + (top.key if top.is_map else top.index,)
+                        if len(path) <= line_depth:
+                            lines.setdefault(path, top.key_line if top.is_map else line)
+                if cls is MappingStartEvent or cls is SequenceStartEvent:
+                    if len(stack) >= MAX_DEPTH:
+                        raise _error(self.file, f"YAML nested more than {MAX_DEPTH} levels deep", line)
+                    total += 1
+                    if top is None:
+                        root = "map" if cls is MappingStartEvent else "seq"
+                    stack.append(_Frame(cls is MappingStartEvent, path, event.anchor, line, is_key))
+                    continue
+                if cls is ScalarEvent:
+                    size = 1
+                    if event.anchor:
+                        anchors[event.anchor] = 1
+                    if top is None:
+                        null = event.implicit[0] and event.value in ("", "~", "null", "Null", "NULL")
+                        root = "empty" if null else "scalar"
+                    elif is_key:
+                        top.key, top.key_line = event.value, line
+                    elif path is not None and capture is not None and capture(path):
+                        scalars[path] = event.value
+                else:
+                    found = anchors.get(event.anchor)
+                    if found is None:
+                        raise _error(self.file, f"invalid YAML: unknown alias *{event.anchor}", line)
+                    size = found
+                    if is_key:
+                        top.key, top.key_line = "?", line  # type: ignore[union-attr]
+                total += size
+                if total > MAX_NODES:
+                    raise self.too_many(line)
+                if top is not None:
+                    top.nodes += size
+                    top.advance(is_key)
+            elif cls is MappingEndEvent or cls is SequenceEndEvent:
+                frame = stack.pop()
+                if frame.anchor:
+                    anchors[frame.anchor] = frame.nodes
+                if stack:
+                    parent = stack[-1]
+                    parent.nodes += frame.nodes
+                    if frame.is_key:
+                        parent.key, parent.key_line = "?", frame.line
+                    parent.advance(frame.is_key)
+            elif cls is DocumentStartEvent:
+                lines, scalars, anchors, root = {}, {}, {}, None
+                start_line = event.start_mark.line + 1
+            elif cls is DocumentEndEvent:
+                docs.append(DocInfo(start_line, lines, scalars, root == "map", root in (None, "empty")))
+        return docs
 
 
 def scan(
@@ -269,37 +266,23 @@ def scan(
     *,
     capture: Callable[[Path], bool] | None = None,
     line_depth: int = LINE_DEPTH,
+    capture_depth: int = 6,
 ) -> list[DocInfo]:
     """Check `data` against the limits and describe each of its documents.
 
-    Raises WaveBotError naming `path` and the line for invalid YAML, non-UTF-8 bytes, files over
-    MAX_FILE_BYTES, nesting over MAX_DEPTH and alias bombs. Never constructs a Python object, so
-    tags are not interpreted here.
+    Lines are recorded for key paths down to `line_depth`; `capture(path)` is asked for scalars down
+    to `capture_depth`. Raises WaveBotError naming `path` and the line for invalid YAML, non-UTF-8
+    bytes, files over MAX_FILE_BYTES, nesting over MAX_DEPTH and alias bombs. Never constructs a
+    Python object, so tags are not interpreted here.
     """
     _check_bytes(data, path)
-    state = _Scan(path, capture, line_depth)
     parser = _Parser(data)
     try:
-        while parser.check_event():
-            event = parser.get_event()
-            line = int(event.start_mark.line) + 1
-            if isinstance(event, ScalarEvent):
-                state.scalar(event, line)
-            elif isinstance(event, CollectionStartEvent):
-                state.start(event, line)
-            elif isinstance(event, AliasEvent):
-                state.alias(event, line)
-            elif isinstance(event, DocumentStartEvent):
-                state.begin_document(line)
-            elif type(event).__name__ in ("MappingEndEvent", "SequenceEndEvent"):
-                state.end(line)
-            elif type(event).__name__ == "DocumentEndEvent":
-                state.end_document()
+        return _Scanner(path, capture, line_depth, capture_depth).run(parser)
     except YAMLError as exc:
         raise _yaml_error(exc, data, path) from None
     finally:
         _dispose(parser)
-    return state.docs
 
 
 def _dispose(parser: Any) -> None:
@@ -308,35 +291,51 @@ def _dispose(parser: Any) -> None:
         dispose()
 
 
+_SEPARATORS = (b" ", b"\t", b"\r", b"\n")
+_INDICATORS = [c + sep for c in (b"-", b":", b"?") for sep in _SEPARATORS]
+
+
+def _plainly_bounded(data: bytes) -> bool:
+    """Whether `data` cannot nest deeper than MAX_DEPTH nor hold an alias, judged from its bytes.
+
+    Every block collection starts at a '- ', 'key: ' or '? ' indicator and every flow one at a
+    bracket, so fewer indicators than MAX_DEPTH bound the nesting. Such a file (most catalog files)
+    is constructed straight away and scanned for its key lines only if an error needs them.
+    """
+    if b"*" in data or b"&" in data:
+        return False
+    return sum(data.count(i) for i in _INDICATORS) + data.count(b"[") + data.count(b"{") < MAX_DEPTH
+
+
 def load(data: bytes, path: str) -> list[Document]:
-    """Every document of `data`, constructed with the safe loader (core tags only), after `scan()`."""
-    infos = scan(data, path)
+    """Every document of `data`, constructed with the safe loader (core tags only), within the limits."""
+    _check_bytes(data, path)
+    lines = _Lines(data, path, None if _plainly_bounded(data) else scan(data, path))
     loader = _Loader(data)
     values: list[Any] = []
     try:
         while loader.check_data():
             values.append(loader.get_data())
     except MarkedYAMLError as exc:
-        problem = str(exc.problem or str(exc).splitlines()[0])
+        problem = str(exc.problem or "")
         tag = re.search(r"tag '([^']*)'", problem)
         if "could not determine a constructor" in problem and tag:
             name = tag.group(1).replace("tag:yaml.org,2002:", "!!")
-            problem = f"unsupported YAML tag {name}; wave-bot reads plain YAML only"
-        else:
-            problem = f"invalid YAML: {problem}"
-        raise _error(path, problem, _mark_line(exc, data)) from None
+            message = f"unsupported YAML tag {name}; wave-bot reads plain YAML only"
+            raise _error(path, message, _mark_line(exc, data)) from None
+        raise _yaml_error(exc, data, path) from None
     except YAMLError as exc:
         raise _yaml_error(exc, data, path) from None
     except RecursionError:  # pragma: no cover - MAX_DEPTH keeps us far from it
         raise _error(path, f"YAML nested more than {MAX_DEPTH} levels deep") from None
     finally:
         _dispose(loader)
-    return [Document(value, info) for value, info in zip(values, infos)]
+    return [Document(value, lines, i) for i, value in enumerate(values)]
 
 
 def load_one(data: bytes, path: str) -> Document | None:
     """The single document of `data` (None when the file is empty); several documents are an error."""
-    docs = [doc for doc in load(data, path) if not doc.info.empty]
+    docs = [doc for doc in load(data, path) if doc.value is not None]
     if len(docs) > 1:
         raise _error(
             path,

@@ -2,14 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from bot.catalog import Dependency, Service
+from bot.catalog import Service, parse_service
 from bot.config import Config, ExtraUnit
 from bot.errors import WaveBotError
 from bot.waves import compute_waves
+from conftest import service
 
 
 def svc(name: str, *deps: str) -> Service:
-    return Service(name, tuple(Dependency(d, 10 + i) for i, d in enumerate(deps)), f"catalog/{name}.yaml", 4)
+    return parse_service(service(name, *deps).encode(), f"catalog/{name}.yaml")
 
 
 def test_wave_is_the_longest_dependency_path_not_the_shortest() -> None:
@@ -57,7 +58,7 @@ def test_cycle_is_reported_as_a_full_path_from_the_smallest_name() -> None:
     with pytest.raises(WaveBotError) as exc:
         compute_waves([svc("c", "a"), svc("a", "b"), svc("b", "c"), svc("z", "a")], Config())
     assert exc.value.message == "dependency cycle: a -> b -> c -> a"
-    assert exc.value.path == "catalog/a.yaml" and exc.value.line == 10
+    assert exc.value.path == "catalog/a.yaml" and exc.value.line == 7  # a's dependency on b
 
 
 def test_two_node_cycle() -> None:

@@ -57,7 +57,7 @@ def test_load_one_of_an_empty_file_is_none() -> None:
         (b"\x00\x01\x02", "not a UTF-8 text file"),
         (b"a: !!python/object/apply:os.system [echo hi]\n", "f.yaml:1: unsupported YAML tag !!python/object/apply:os.system"),
         (b"a: *nothing\n", "f.yaml:1: invalid YAML"),
-        (b"a: 1\na: 2\n", "f.yaml:2: invalid YAML: found duplicate key"),
+        (b"a: 1\na: 2\n", "f.yaml:2: invalid YAML: while constructing a mapping: found duplicate key"),
     ],
 )
 def test_load_errors_name_file_and_line(data: bytes, message: str) -> None:
