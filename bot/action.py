@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from bot import report
-from bot.errors import RUN_ERROR, WaveBotError
+from bot.errors import INPUT_ERROR, RUN_ERROR, WaveBotError
 from bot.event import PR_ACTIONS, Event, Inputs, read_event, read_inputs
 from bot.model import Finding
 
@@ -158,15 +158,30 @@ class Runner:
             why = ("comes from a fork, so wave-bot cannot push to it" if pr.is_fork
                    else "runs with `commit: false`")
             return self.unpushed(self.regenerate(base), f"This pull request {why}.")
-        return self.commit_to(pr.head_ref, base)
+        return self.commit_to(pr.head_ref, base, pull_request=True)
+
+    def fork_point(self, base: str) -> str:
+        """The merge base of `base` and HEAD, deepening a shallow clone once; else `base` itself."""
+        found = self.ws.merge_base(base, "HEAD")
+        if found is None and self.ws.is_shallow():
+            try:
+                self.ws.git("fetch", "--no-tags", "--quiet", "--unshallow", "origin")
+            except WaveBotError as exc:
+                self.log.info(f"could not deepen the shallow clone: {exc.message}")
+            found = self.ws.merge_base(base, "HEAD")
+        if found is None:
+            self.log.info(f"no merge base with {base[:12]}; comparing with the base branch's tip")
+        return found or base
 
     def dispatch(self) -> Outcome:
         branch = self.event.ref_name
         if branch is None:
             raise WaveBotError("GITHUB_REF_NAME is not set for workflow_dispatch")
-        return self.commit_to(branch, None)
+        return self.commit_to(branch, None, pull_request=False)
 
-    def commit_to(self, branch: str, base: str | None) -> Outcome:
+    def commit_to(self, branch: str, base: str | None, pull_request: bool) -> Outcome:
+        """Regenerate `branch` and push the result. A PR compares with `base` (None: unavailable,
+        hazards unchecked); a dispatch with the branch as it is."""
         from bot.git import valid_branch
 
         if not valid_branch(branch):
@@ -174,7 +189,12 @@ class Runner:
         for attempt in range(1, ATTEMPTS + 1):
             self.ws.fetch(f"+refs/heads/{branch}:refs/remotes/origin/{branch}")
             self.ws.checkout(branch, f"refs/remotes/origin/{branch}")
-            deployed = base or self.ws.head()  # dispatch: compare with the branch as it is
+            # A PR is compared with where it forked from its base (the base may have moved on since,
+            # and those changes are not the PR's); a dispatch with the branch as it is.
+            if pull_request:
+                deployed = self.fork_point(base) if base else None
+            else:
+                deployed = self.ws.head()
             bots_head = self.ws.head_is_bots()
             plan = self.regenerate(deployed)
             if not plan.changes:
@@ -298,8 +318,23 @@ def run(env: Mapping[str, str], out: TextIO = sys.stdout,
         forge = make_forge(event.platform, api_url=event.api_url, repository=event.repository, token=inputs.token)
     workspace = Workspace(event.workspace, auth_env(event.server_url, inputs.token))
     runner = Runner(event, inputs, workspace, log, forge)
-    outcome = runner.pull_request() if event.pull is not None else runner.dispatch()
+    try:
+        outcome = runner.pull_request() if event.pull is not None else runner.dispatch()
+    except WaveBotError as exc:
+        if exc.exit_code == INPUT_ERROR:  # the PR's content is wrong: tell its author where it sees it
+            _report_input_error(runner, exc)
+        raise
     return _finish(runner, outcome)
+
+
+def _report_input_error(runner: Runner, exc: WaveBotError) -> None:
+    from bot.worktree import append_file
+
+    body = report.error_markdown(exc)
+    if runner.event.summary_path:
+        append_file(runner.event.summary_path, body)
+    if runner.forge is not None and runner.event.pull is not None and runner.inputs.comment:
+        runner.forge.upsert_comment(runner.event.pull.number, MARKER, f"{MARKER}\n{body}")
 
 
 def main() -> int:

@@ -138,11 +138,18 @@ class Identity:
     email: str
 
 
+_BRANCH_CHARS = re.compile(r"[A-Za-z0-9._/+@=,-]+")
+
+
 def valid_branch(name: str) -> bool:
-    """Whether `name` is a branch name git accepts (and not one that could pass for an option)."""
+    """Whether `name` is a branch name git accepts, made only of characters branch names really use.
+
+    Stricter than git on purpose: no shell metacharacters, quotes, spaces or control characters,
+    and no leading '-' that could pass for an option; the name also travels into logs and comments.
+    """
     import subprocess
 
-    if not name or name.startswith("-") or any(c in name for c in "\n\r\t\0 ~^:?*[\\"):
+    if not _BRANCH_CHARS.fullmatch(name) or name.startswith("-"):
         return False
     check = subprocess.run(["git", "check-ref-format", f"refs/heads/{name}"], capture_output=True)
     return check.returncode == 0
@@ -220,6 +227,17 @@ class Workspace:
             self.git("checkout", "--quiet", "--detach", start, "--")
         else:
             self.git("checkout", "--quiet", "-B", branch, start, "--")
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        import git
+
+        try:
+            return str(self.repo.git.execute(["git", "merge-base", a, b], env=self._env)).strip() or None
+        except git.GitCommandError:
+            return None
+
+    def is_shallow(self) -> bool:
+        return self.git("rev-parse", "--is-shallow-repository").strip() == "true"
 
     def head(self) -> str:
         return self.git("rev-parse", "HEAD").strip()

@@ -1,6 +1,7 @@
 """The pipeline: catalog -> graph -> placement -> generated files -> a Plan (pure data)."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -104,14 +105,16 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     template, template_source = render.resolve_template(tree, config)
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
     generated = _generated(files, waves, template, config)
+    writes = _writes(tree, generated)
     cache = ParseCache()
-    now = read_inventory(PlannedTree(tree, [*moves, *_writes(tree, generated)]), config, cache)
-    findings = _placement_findings(files, graph, config)
+    now = read_inventory(PlannedTree(tree, [*moves, *writes]), config, cache)
+    findings = _placement_findings(files, graph, config) + _restored(tree, files, existing, writes, template, config)
     if base is not None:
         before = read_inventory(base, config, cache)
         removed = hazards.removable_waves(before, now, max(targets, default=None))
         waves = tuple(n for n in waves if n not in removed)
-        generated = {p: c for p, c in generated.items() if not any(p in _wave_files(n, config) for n in removed)}
+        gone = {p for n in removed for p in _wave_files(n, config)}
+        writes = [c for c in writes if c.path not in gone]
         findings += [hazards.wave_removed_finding(before, n, config, hazards.wave_references(tree, config, n))
                      for n in removed]
         findings += hazards.hazard_findings(before, now, config)
@@ -120,7 +123,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         removed = ()
         findings += [*now.problems, *hazards.duplicate_findings(now)]
         deepest_before = max(existing, default=None)
-    changes = [*moves, *_writes(tree, generated), *_deletes(tree, removed, config)]
+    changes = [*moves, *writes, *_deletes(tree, removed, config)]
     planned = PlannedTree(tree, changes)
     if fix_overlays:
         changes += overlays.fix_overlays(planned, config, waves)
@@ -179,6 +182,30 @@ def _writes(tree: Tree, generated: Mapping[str, bytes]) -> list[Change]:
         elif tree.read(path) != content:
             changes.append(Change("update", path, content=content))
     return changes
+
+
+def _restored(
+    tree: Tree, files: list[AppFile], existing: set[int], writes: list[Change], template: Mapping[str, Any],
+    config: Config,
+) -> list[Finding]:
+    """generated-file-restored: a generated file that is not what wave-bot makes of the layout as it
+    stands (before any move), so someone edited it by hand; the regeneration undoes that edit."""
+    updated = sorted(c.path for c in writes if c.action == "update")
+    if not updated:
+        return []
+    as_is = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
+    expected = _generated(as_is, tuple(sorted(existing)), template, config)
+    return [
+        Finding(
+            code="generated-file-restored",
+            severity="info",
+            message=(f"{path} was not what wave-bot generates (edited by hand?); it is regenerated, so the edit "
+                     "is undone: change the catalog, .wave-bot.yaml or the wave template instead"),
+            path=path,
+        )
+        for path in updated
+        if tree.read(path) != expected.get(path)
+    ]
 
 
 def _placement_findings(files: list[AppFile], graph: WaveGraph, config: Config) -> list[Finding]:

@@ -10,6 +10,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from bot.errors import WaveBotError
 from bot.model import Finding
 from bot.plan import Plan
 
@@ -190,6 +191,17 @@ def to_markdown(plan: Plan, context: Context = Context()) -> str:
     if plan.waves:
         out += _mermaid(plan)
     return "\n".join(out).rstrip() + "\n"
+
+
+def error_markdown(exc: WaveBotError) -> str:
+    """The report when the repository cannot be read: what is wrong, where, and how to fix it."""
+    where = f" in {code(exc.location())}" if exc.path else ""
+    out = ["### 🌊 flux-wave-bot", "", f"🛑 **cannot compute the waves**: an input error{where}", "",
+           f"> {escape(exc.message)}"]
+    if exc.hint:
+        out += ["", f"How to fix: {escape(exc.hint)}"]
+    out += ["", "Nothing was changed. Push a fix and wave-bot runs again."]
+    return "\n".join(out) + "\n"
 
 
 def render(plan: Plan, fmt: str, applied: bool = False) -> str:

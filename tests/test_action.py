@@ -42,7 +42,7 @@ class Scenario:
         git(self.work, "checkout", "-q", "-B", BRANCH, "main")
         write_files(self.work, files)
         git(self.work, "add", "-A")
-        git(self.work, "commit", "-q", "-m", message)
+        git(self.work, "commit", "-q", "--allow-empty", "-m", message)
         git(self.work, "push", "-q", "-f", "origin", f"HEAD:refs/heads/{BRANCH}", "HEAD:refs/pull/7/head")
         self.base_sha = git(self.work, "rev-parse", "main").strip()
         self.head_sha = git(self.work, "rev-parse", "HEAD").strip()
@@ -268,3 +268,90 @@ def test_fail_on_never_passes_despite_errors(scenario: Scenario) -> None:
     assert code == 1 and "::error file=apps/wave-0/mystery.yaml,title=unplaced-file::" in log
     code, _ = scenario.run(scenario.env(scenario.checkout("again"), **{"INPUT_FAIL-ON": "never"}))
     assert code == 0
+
+
+@pytest.mark.parametrize("branch", ["-rf", "feature/../main", "two words", "x;rm -rf ~", "$(id)", "line\nbreak",
+                                    "refs~1", "ends.lock", "colon:name"])
+def test_hostile_branch_names_are_refused_before_git_sees_them(scenario: Scenario, branch: str) -> None:
+    scenario.pr_branch(NEW_SERVICE)
+    scenario.server.pulls[7]["head"]["ref"] = branch
+    with pytest.raises(WaveBotError, match="refusing to work on branch") as exc:
+        scenario.run(scenario.env(scenario.checkout()))
+    assert exc.value.exit_code == 2
+    assert git(scenario.origin, "rev-parse", BRANCH).strip() == scenario.head_sha
+
+
+def test_a_refused_push_on_a_pr_gets_the_diff_comment_and_fails(scenario: Scenario) -> None:
+    scenario.pr_branch(NEW_SERVICE)
+    hook = scenario.origin / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'remote: Permission to acme/gitops.git denied to github-actions[bot].' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    code, log = scenario.run(scenario.env(scenario.checkout()))
+    assert code == 1 and "push refused" in log
+    assert git(scenario.origin, "rev-parse", BRANCH).strip() == scenario.head_sha
+    (body,) = scenario.server.bodies()
+    assert f"could not push to `{BRANCH}`" in body and "```diff" in body
+
+
+def test_a_fetch_failure_is_a_clear_run_error(scenario: Scenario) -> None:
+    scenario.pr_branch(NEW_SERVICE)
+    workspace = scenario.checkout()
+    git(workspace, "remote", "set-url", "origin", str(scenario.tmp / "gone.git"))
+    with pytest.raises(WaveBotError, match="git fetch failed") as exc:
+        scenario.run(scenario.env(workspace))
+    assert exc.value.exit_code == 1
+
+
+def test_a_base_commit_that_cannot_be_fetched_degrades_loudly(scenario: Scenario) -> None:
+    scenario.pr_branch(NEW_SERVICE)
+    scenario.server.pulls[7]["base"]["sha"] = "0123456789abcdef0123456789abcdef01234567"
+    code, log = scenario.run(scenario.env(scenario.checkout()))
+    (body,) = scenario.server.bodies()
+    assert "`hazards-skipped`" in body and "were NOT checked" in body
+    assert "::warning title=hazards-skipped::" in log
+    assert code == 0  # a warning: fails only with fail-on: warning
+
+
+def test_a_shallow_checkout_still_compares_with_the_fork_point(scenario: Scenario) -> None:
+    # main moves on after the PR branched: the report must not blame the PR for main's new service.
+    scenario.pr_branch(NEW_SERVICE)
+    git(scenario.work, "checkout", "-q", "main")
+    write_files(scenario.work, {"catalog/overseerr.yaml": service("overseerr", "seerr"),
+                                "apps/wave-3/overseerr.yaml": deployment("overseerr")})
+    git(scenario.work, "add", "-A")
+    git(scenario.work, "commit", "-q", "-m", "main moves on")
+    git(scenario.work, "push", "-q", "origin", "HEAD:refs/heads/main")
+    scenario.server.pulls[7]["base"]["sha"] = git(scenario.work, "rev-parse", "HEAD").strip()
+    workspace = scenario.tmp / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", "--no-single-branch", f"file://{scenario.origin}",
+                    str(workspace)], check=True)
+    code, log = scenario.run(scenario.env(workspace))
+    (body,) = scenario.server.bodies()
+    assert "overseerr" not in body.split("#### Waves")[0]  # no finding about main's own change
+    assert "`resource-removed`" not in body and "`resource-dropped`" not in body
+    assert code == 0, log
+
+
+def test_an_input_error_is_explained_in_the_comment(scenario: Scenario) -> None:
+    scenario.pr_branch({"catalog/sonarr.yaml": service("sonarr", "seerr")})  # seerr -> sonarr -> seerr
+    with pytest.raises(WaveBotError, match="dependency cycle: seerr -> sonarr -> seerr") as exc:
+        scenario.run(scenario.env(scenario.checkout()))
+    assert exc.value.exit_code == 2
+    (body,) = scenario.server.bodies()
+    assert "cannot compute the waves" in body and "dependency cycle: seerr \\-&gt; sonarr \\-&gt; seerr" in body
+    assert "`catalog/seerr.yaml:" in body
+    assert git(scenario.origin, "rev-parse", BRANCH).strip() == scenario.head_sha
+
+
+def test_a_symlink_out_of_the_repo_is_refused_and_never_echoed(scenario: Scenario) -> None:
+    scenario.pr_branch({})
+    (scenario.work / "apps" / "leak.yaml").symlink_to("/proc/self/environ")
+    git(scenario.work, "add", "apps/leak.yaml")
+    git(scenario.work, "commit", "-q", "-m", "a link")
+    git(scenario.work, "push", "-q", "origin", f"HEAD:refs/heads/{BRANCH}")
+    scenario.head_sha = git(scenario.work, "rev-parse", "HEAD").strip()
+    scenario.server.pulls[7]["head"]["sha"] = scenario.head_sha
+    with pytest.raises(WaveBotError, match="is a symbolic link"):
+        scenario.run(scenario.env(scenario.checkout(), INPUT_TOKEN=TOKEN))
+    (body,) = scenario.server.bodies()
+    assert "leak.yaml" in body and "GITHUB_" not in body and "PATH=" not in body

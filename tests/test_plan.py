@@ -156,11 +156,16 @@ def test_hand_edited_generated_file_is_restored(example_repo: Path, capsys: pyte
     capsys.readouterr()
     code, out = run_json(capsys, "apply", str(example_repo))
     assert {"action": "update", "path": "apps/wave-1/kustomization.yaml"} in out["changes"]
+    (restored,) = [f for f in out["findings"] if f["code"] == "generated-file-restored"]
+    assert restored["path"] == "apps/wave-1/kustomization.yaml" and "edited by hand" in restored["message"]
     assert path.read_bytes() == original
 
 
 def test_catalog_change_moves_files_and_check_fails_until_applied(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_files(example_repo, {"catalog/gitea.yaml": service("gitea", "gitea-db")})
+    capsys.readouterr()
+    assert not [f for f in run_json(capsys, "plan", str(example_repo))[1]["findings"]
+                if f["code"] == "generated-file-restored"]  # regenerated, not restored: nobody edited them
     assert main(["check", str(example_repo)]) == 1
     assert "out of date" in capsys.readouterr().err
     code, out = run_json(capsys, "plan", str(example_repo))
