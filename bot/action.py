@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
@@ -18,6 +19,7 @@ from bot import report
 from bot.errors import INPUT_ERROR, RUN_ERROR, WaveBotError
 from bot.event import PR_ACTIONS, Event, Inputs, read_event, read_inputs
 from bot.model import Finding
+from bot.naming import shown
 
 if TYPE_CHECKING:
     from bot.forge import Forge
@@ -87,7 +89,7 @@ def identity(event: Event) -> Identity:
 
     if event.platform == "github":
         return Identity("github-actions[bot]", "41898282+github-actions[bot]@users.noreply.github.com")
-    host = event.server_url.split("://", 1)[-1].split("/", 1)[0]
+    host = urllib.parse.urlsplit(event.server_url).hostname or "gitea.invalid"
     return Identity("flux-wave-bot", f"flux-wave-bot@noreply.{host}")
 
 
@@ -185,7 +187,7 @@ class Runner:
         from bot.git import valid_branch
 
         if not valid_branch(branch):
-            raise WaveBotError(f"refusing to work on branch {branch!r}: not a valid git branch name")
+            raise WaveBotError(f"refusing to work on branch {shown(branch)}: not a valid git branch name")
         for attempt in range(1, ATTEMPTS + 1):
             self.ws.fetch(f"+refs/heads/{branch}:refs/remotes/origin/{branch}")
             self.ws.checkout(branch, f"refs/remotes/origin/{branch}")
@@ -316,7 +318,7 @@ def run(env: Mapping[str, str], out: TextIO = sys.stdout,
         if make_forge is None:
             from bot.forge import make_forge
         forge = make_forge(event.platform, api_url=event.api_url, repository=event.repository, token=inputs.token)
-    workspace = Workspace(event.workspace, auth_env(event.server_url, inputs.token))
+    workspace = Workspace(event.workspace, auth_env(event.server_url, inputs.token), inputs.token)
     runner = Runner(event, inputs, workspace, log, forge)
     try:
         outcome = runner.pull_request() if event.pull is not None else runner.dispatch()

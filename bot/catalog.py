@@ -7,7 +7,7 @@ from typing import Any
 from bot import yamlio
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.naming import is_dns_label, is_yaml_name
+from bot.naming import is_dns_label, is_yaml_name, shown
 from bot.tree import Tree, refuse_link
 
 SERVICE_KIND = "ServiceDefinition"
@@ -103,7 +103,7 @@ def parse_service(data: bytes, path: str) -> Service:
     kind = value.get("kind")
     if kind is not None and kind != SERVICE_KIND:
         raise WaveBotError(
-            f"has kind '{kind}'; every file in the catalog must be a {SERVICE_KIND}",
+            f"has kind {shown(kind)}; every file in the catalog must be a {SERVICE_KIND}",
             path=path, line=doc.info.line(("kind",)), hint="move it out of the catalog directory",
         )
     name, name_path = _field(value, "metadata", "name")
@@ -113,7 +113,7 @@ def parse_service(data: bytes, path: str) -> Service:
     where = Where(doc, name_path)
     if not is_dns_label(name):
         raise WaveBotError(
-            f"name {name!r} is not a DNS-1123 label", path=path, line=where.line,
+            f"name {shown(name)} is not a DNS-1123 label", path=path, line=where.line,
             hint="use lower-case letters, digits and '-', at most 63 characters",
         )
     return Service(name=name, dependencies=_dependencies(doc, name, path), path=path, where=where)
@@ -132,7 +132,7 @@ def _dependencies(doc: yamlio.Document, name: str, path: str) -> tuple[Dependenc
         where = Where(doc, (*base, index, "to") if isinstance(item, dict) else (*base, index))
         if not is_dns_label(target):
             raise WaveBotError(
-                f"dependency {index + 1} of '{name}' must name a service (a DNS-1123 label), got {target!r}",
+                f"dependency {index + 1} of '{name}' must name a service (a DNS-1123 label), got {shown(target)}",
                 path=path, line=where.line, hint="write it as '- to: <service>'",
             )
         if target == name:

@@ -8,7 +8,7 @@ from typing import Any
 
 from bot import yamlio
 from bot.errors import WaveBotError
-from bot.naming import did_you_mean, is_dns_label, is_safe_relpath
+from bot.naming import did_you_mean, is_dns_label, is_safe_relpath, shown
 
 CONFIG_FILE = ".wave-bot.yaml"
 WAVE_DIR_PREFIX = "wave-"
@@ -166,7 +166,7 @@ def _template(value: Any, path: str, line: int) -> Mapping[str, Any]:
 def _check_wave_name(config: Config, path: str, line: int) -> None:
     if config.wave_name.count("{n}") != 1 or not is_dns_label(config.wave_cr_name(0)):
         raise WaveBotError(
-            f"'wave_name' must contain '{{n}}' once and give a DNS-1123 name, got '{config.wave_name}'",
+            f"'wave_name' must contain '{{n}}' once and give a DNS-1123 name, got {shown(config.wave_name)}",
             path=path,
             line=line,
         )

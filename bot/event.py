@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.errors import WaveBotError
+from bot.naming import shown
 
 Platform = Literal["github", "gitea"]
 FailOn = Literal["error", "warning", "never"]
@@ -78,7 +79,7 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
         return True
     if raw in ("false", "no", "0"):
         return False
-    raise WaveBotError(f"input '{name}' must be true or false, got {raw!r}")
+    raise WaveBotError(f"input '{name}' must be true or false, got {shown(raw)}")
 
 
 def read_inputs(env: Mapping[str, str]) -> Inputs:
@@ -90,7 +91,7 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
         )
     fail_on = _input(env, "fail-on") or "error"
     if fail_on not in ("error", "warning", "never"):
-        raise WaveBotError(f"input 'fail-on' must be error, warning or never, got {fail_on!r}")
+        raise WaveBotError(f"input 'fail-on' must be error, warning or never, got {shown(fail_on)}")
     return Inputs(
         token=token,
         config=_input(env, "config") or None,
@@ -132,7 +133,7 @@ def read_event(env: Mapping[str, str], payload: bytes | None) -> Event:
     server = _require(env, "GITHUB_SERVER_URL").rstrip("/")
     repository = _require(env, "GITHUB_REPOSITORY")
     if not _REPO.fullmatch(repository):
-        raise WaveBotError(f"GITHUB_REPOSITORY {repository!r} is not owner/name")
+        raise WaveBotError(f"GITHUB_REPOSITORY {shown(repository)} is not owner/name")
     default_api = f"{server}/api/v1" if platform == "gitea" else "https://api.github.com"
     name = _require(env, "GITHUB_EVENT_NAME")
     data: Mapping[str, Any] = {}

@@ -161,9 +161,7 @@ def auth_env(server_url: str, token: str) -> dict[str, str]:
     Nothing is written to .git/config and nothing appears on a command line. The empty value first
     resets any header a checkout step persisted, so the forge never receives two Authorization headers.
     """
-    import base64
-
-    header = "AUTHORIZATION: basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    header = "AUTHORIZATION: basic " + secret_forms(token)[1]
     key = f"http.{server_url.rstrip('/')}/.extraheader"
     pairs = [(key, ""), (key, header)]
     env = {"GIT_CONFIG_COUNT": str(len(pairs)), "GIT_TERMINAL_PROMPT": "0"}
@@ -175,8 +173,12 @@ def auth_env(server_url: str, token: str) -> dict[str, str]:
 class Workspace:
     """The repository the action runs in: fetch, check out, commit and push, never force."""
 
-    def __init__(self, path: str, env: dict[str, str]) -> None:
+    def __init__(self, path: str, env: dict[str, str], secret: str = "") -> None:
         import git
+
+        # git passes a server's refusal on as "remote: ..."; a server that quotes the token back
+        # (Gitea does, for a bad token) must not get it into our messages.
+        self._secrets = secret_forms(secret) if secret else ()
 
         config = dict(env)
         # Container actions run as root on a workspace owned by the runner's user: without this git
@@ -201,7 +203,17 @@ class Workspace:
         try:
             return str(self.repo.git.execute(["git", *args], env=self._env))
         except git.GitCommandError as exc:
-            raise WaveBotError(f"git {args[0]} failed: {_stderr(exc)}", exit_code=1) from None
+            failure = f"git {args[0]} failed: {self._stderr(exc)}"
+        # Raised outside the except block, so no __context__ keeps git's raw stderr.
+        raise WaveBotError(failure, exit_code=1)
+
+    def _stderr(self, exc: Any) -> str:
+        """git's complaint on one line, secrets redacted before anything is cut."""
+        text = str(getattr(exc, "stderr", "") or exc).strip()
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        text = text.removeprefix("stderr: ").strip("'\" \n")
+        return " ".join(text.split())[:600]
 
     def fetch(self, *refspecs: str) -> None:
         self.git("fetch", "--no-tags", "--quiet", "origin", *refspecs)
@@ -271,7 +283,7 @@ class Workspace:
         try:
             self.repo.git.execute(["git", "push", "origin", refspec], env=self._env)
         except git.GitCommandError as exc:
-            detail = _stderr(exc)
+            detail = self._stderr(exc)
             lowered = detail.lower()
             # A hook or branch protection ("[remote rejected]") is a refusal even when the reason
             # mentions fast-forwards, so look for refusals first.
@@ -279,11 +291,14 @@ class Workspace:
                 return PushResult("refused", detail)
             if _PUSH_RACE.search(lowered):
                 return PushResult("race", detail)
-            raise WaveBotError(f"git push failed: {detail}", exit_code=1) from None
-        return PushResult("pushed")
+        else:
+            return PushResult("pushed")
+        raise WaveBotError(f"git push failed: {detail}", exit_code=1)
 
 
-def _stderr(exc: Any) -> str:
-    text = str(getattr(exc, "stderr", "") or exc).strip()
-    text = text.removeprefix("stderr: ").strip("'\" \n")
-    return " ".join(text.split())[:600]
+def secret_forms(token: str) -> tuple[str, ...]:
+    """The token as it may show up in a server's answer: raw, or inside the basic-auth header."""
+    import base64
+
+    return (token, base64.b64encode(f"x-access-token:{token}".encode()).decode(),
+            base64.b64encode(token.encode()).decode())

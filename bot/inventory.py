@@ -41,6 +41,7 @@ PRUNE_KEY = f"{FLUX_GROUP}/prune"
 PRUNE_DISABLED = "disabled"
 LOCAL_CONFIG_KEY = "config.kubernetes.io/local-config"
 INVALID_MANIFEST = "invalid-manifest"
+PROBLEMS_PER_FILE = 5
 
 # The scalars captured from every document: identity, the prune opt-out (Flux honours it as a label
 # or an annotation, case-insensitively), kustomize's local-config marker, and the three spec fields
@@ -396,23 +397,29 @@ def _wave_content(tree: Tree, directory: str) -> tuple[list[str], list[str]]:
     return applied, [n for n in names if n not in listed and is_yaml_name(n)]
 
 
+def _resource_item(path: yamlio.Path) -> bool:
+    return len(path) <= 2 and path[0] == "resources"
+
+
 def _listed_files(tree: Tree, path: str) -> list[str]:
-    """The plain file names a kustomization.yaml lists in `resources` (other entries are ignored)."""
-    doc = yamlio.load_one(tree.read(path), path)
-    value = doc.value if doc is not None else {}
-    if not isinstance(value, dict) or not isinstance(value.get("resources") or [], list):
+    """The plain file names a kustomization.yaml lists in `resources` (other entries are ignored).
+
+    Read with the scanner, not built into objects: a wave of a large repository lists thousands.
+    """
+    docs = [d for d in yamlio.scan(tree.read(path), path, capture=_resource_item) if not d.empty]
+    if docs and (not docs[0].is_mapping or ("resources",) in docs[0].scalars):
         raise WaveBotError(
             "is not a kustomization with a list of resources",
             path=path,
-            line=doc.info.start_line if doc is not None else None,
+            line=docs[0].start_line,
             hint="run `wave-bot apply` to regenerate it",
         )
+    items = docs[0].scalars if docs else {}
     names = []
-    for entry in value.get("resources") or []:
-        if isinstance(entry, str):
-            name = entry[2:] if entry.startswith("./") else entry
-            if name and "/" not in name and name not in (".", ".."):
-                names.append(name)
+    for key, entry in sorted((k, v) for k, v in items.items() if len(k) == 2):
+        name = entry[2:] if entry.startswith("./") else entry
+        if name and "/" not in name and name not in (".", ".."):
+            names.append(name)
     return names
 
 
@@ -421,11 +428,15 @@ def _wave_file(reader: _Reader, wave: int, path: str) -> WaveFile | None:
     if parsed is None:
         return None
     resources = []
+    bad = [obj for obj in parsed.objects if obj.id is None]
+    for obj in bad[:PROBLEMS_PER_FILE]:  # a file of 1,000 broken documents is one problem, not 1,000
+        reader.problem(path, obj.line, obj.problem or "unreadable document", wave)
+    if len(bad) > PROBLEMS_PER_FILE:
+        reader.problem(path, bad[PROBLEMS_PER_FILE].line,
+                       f"and {len(bad) - PROBLEMS_PER_FILE} more documents that are not Kubernetes objects", wave)
     for obj in parsed.objects:
-        if obj.id is None:
-            reader.problem(path, obj.line, obj.problem or "unreadable document", wave)
-            continue
-        resources.append(Resource(obj.id, wave, path, obj.line, obj.prune_disabled))
+        if obj.id is not None:
+            resources.append(Resource(obj.id, wave, path, obj.line, obj.prune_disabled))
     sops = ".sops." in posixpath.basename(path) or parsed.sops_key
     return WaveFile(path, wave, sops, tuple(resources))
 

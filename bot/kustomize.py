@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from bot import yamlio
 from bot.errors import WaveBotError
+from bot.naming import shown
 from bot.tree import Tree
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -417,11 +418,11 @@ def _check_fields(kust: Kustomization) -> None:
                              line=kust.line(key))
     kind, api = kust.kind, kust.value.get("apiVersion")
     if kind not in ("Kustomization", "Component"):
-        raise BuildError(f"kind is '{kind}'; kustomize expects Kustomization or Component", path=kust.path,
+        raise BuildError(f"kind is {shown(kind)}; kustomize expects Kustomization or Component", path=kust.path,
                          line=kust.line("kind"))
     expected = COMPONENT_API if kind == "Component" else KUSTOMIZATION_API
     if api is not None and api != expected:
-        raise BuildError(f"apiVersion for {kind} must be {expected}, not '{api}'", path=kust.path,
+        raise BuildError(f"apiVersion for {kind} must be {expected}, not {shown(api)}", path=kust.path,
                          line=kust.line("apiVersion"))
 
 
@@ -816,7 +817,7 @@ def _json_ops(use: PatchUse, kust: Kustomization) -> list[dict[str, Any]]:
     for op in ops:
         if not isinstance(op, dict) or op.get("op") not in JSON_OPS:
             kind = op.get("op", "unknown") if isinstance(op, dict) else "unknown"
-            raise BuildError(f"{use.where}: '{kind}' is not a JSON6902 operation (add, remove, replace, move, "
+            raise BuildError(f"{use.where}: {shown(kind)} is not a JSON6902 operation (add, remove, replace, move, "
                              "copy, test)", path=use.path or kust.path, line=use.line)
         for key in ("path", *(("from",) if op["op"] in ("move", "copy") else ())):
             if not isinstance(op.get(key), str):

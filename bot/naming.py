@@ -39,3 +39,9 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """` (did you mean 'x'?)` for the closest candidate, else an empty string."""
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """`value` quoted for a message, cut short: a hostile 900 KiB name must not become the message."""
+    text = repr(value) if not isinstance(value, str) else "'" + value.replace("\n", "\\n") + "'"
+    return text if len(text) <= limit else text[: limit - 2] + "…" + text[-1]

@@ -46,8 +46,18 @@ MAX_FILE_BYTES = 1 << 20
 """Largest YAML file read (1 MiB, the size of the largest object etcd stores)."""
 MAX_DEPTH = 100
 """Deepest nesting accepted; real manifests stay far below, hostile ones crash parsers."""
-MAX_NODES = 1_000_000
-"""Most nodes a file may hold once every alias is expanded (stops "billion laughs")."""
+MAX_NODES = 200_000
+"""Most nodes a file may hold once every alias is expanded (stops "billion laughs"); bounds a scan to
+well under a second (bench/hostile_bench.py)."""
+MAX_LOAD_NODES = 20_000
+"""Most nodes of a file read whole into Python objects (catalog, config, kustomizations, patches):
+building objects costs ten times more than scanning."""
+MAX_DOCUMENTS = 1_000
+"""Most YAML documents in one file."""
+MAX_ITEM_LINES = 10_000
+"""List items past this index get no line recorded (a huge flat list would otherwise fill memory)."""
+TINY_FILE = 4096
+"""A file this small without aliases is built straight away: it cannot hold more than ~2,000 nodes."""
 LINE_DEPTH = 4
 """How deep key paths get their line recorded (enough for `spec.dependencies[i].to`)."""
 
@@ -111,9 +121,9 @@ def _check_bytes(data: bytes, path: str) -> None:
             f"file is {len(data):,} bytes; wave-bot reads YAML files of at most {MAX_FILE_BYTES:,}",
             hint="split it into several files",
         )
-    # libyaml spends time quadratic in flow nesting ([[[[...) before any limit of ours could
-    # see it, so bound that nesting on the raw bytes first. Brackets inside quoted strings are
-    # counted too; that only errs towards refusing absurd files.
+    # libyaml's time grows quadratically with flow nesting ([[[[...); refuse the obvious case on the
+    # raw bytes before parsing. Brackets inside strings skew this count either way, so the real
+    # guard is the depth check in the scan, which stops at the first level too deep.
     if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
         return
     depth = 0
@@ -176,15 +186,18 @@ class _Scanner:
     """One pass over a file's events. The loop is written flat because it runs once per YAML node
     of every manifest in the repository: it is what `plan` spends most of its time in."""
 
-    def __init__(self, file: str, capture: Callable[[Path], bool] | None, line_depth: int, capture_depth: int) -> None:
+    def __init__(self, file: str, capture: Callable[[Path], bool] | None, line_depth: int, capture_depth: int,
+                 max_nodes: int, max_documents: int) -> None:
         self.file = file
         self.capture = capture
         self.line_depth = line_depth
         self.path_depth = max(line_depth, capture_depth if capture is not None else 0)
+        self.max_nodes = max_nodes
+        self.max_documents = max_documents
 
     def too_many(self, line: int) -> WaveBotError:
-        return _error(self.file, f"YAML expands to more than {MAX_NODES:,} nodes "
-                      "(aliases nested like a 'billion laughs' bomb?)", line)
+        return _error(self.file, f"YAML holds more than {self.max_nodes:,} nodes once aliases are expanded "
+                      "(a 'billion laughs' bomb, or far too big a file)", line, "split the file")
 
     def run(self, parser: Any) -> list[DocInfo]:
         capture, line_depth, path_depth = self.capture, self.line_depth, self.path_depth
@@ -208,12 +221,14 @@ class _Scanner:
                         path = None
                     else:
                         path = top.path + (top.key if top.is_map else top.index,)
-                        if len(path) <= line_depth:
+                        if len(path) <= line_depth and (top.is_map or top.index < MAX_ITEM_LINES):
                             lines.setdefault(path, top.key_line if top.is_map else line)
                 if cls is MappingStartEvent or cls is SequenceStartEvent:
                     if len(stack) >= MAX_DEPTH:
                         raise _error(self.file, f"YAML nested more than {MAX_DEPTH} levels deep", line)
                     total += 1
+                    if total > self.max_nodes:
+                        raise self.too_many(line)
                     if top is None:
                         root = "map" if cls is MappingStartEvent else "seq"
                     stack.append(_Frame(cls is MappingStartEvent, path, event.anchor, line, is_key))
@@ -237,7 +252,7 @@ class _Scanner:
                     if is_key:
                         top.key, top.key_line = "?", line  # type: ignore[union-attr]
                 total += size
-                if total > MAX_NODES:
+                if total > self.max_nodes:
                     raise self.too_many(line)
                 if top is not None:
                     top.nodes += size
@@ -255,6 +270,9 @@ class _Scanner:
             elif cls is DocumentStartEvent:
                 lines, scalars, anchors, root = {}, {}, {}, None
                 start_line = event.start_mark.line + 1
+                if len(docs) >= self.max_documents:
+                    raise _error(self.file, f"holds more than {self.max_documents:,} YAML documents",
+                                 start_line, "split the file")
             elif cls is DocumentEndEvent:
                 docs.append(DocInfo(start_line, lines, scalars, root == "map", root in (None, "empty")))
         return docs
@@ -267,6 +285,8 @@ def scan(
     capture: Callable[[Path], bool] | None = None,
     line_depth: int = LINE_DEPTH,
     capture_depth: int = 6,
+    max_nodes: int = MAX_NODES,
+    max_documents: int = MAX_DOCUMENTS,
 ) -> list[DocInfo]:
     """Check `data` against the limits and describe each of its documents.
 
@@ -278,7 +298,7 @@ def scan(
     _check_bytes(data, path)
     parser = _Parser(data)
     try:
-        return _Scanner(path, capture, line_depth, capture_depth).run(parser)
+        return _Scanner(path, capture, line_depth, capture_depth, max_nodes, max_documents).run(parser)
     except YAMLError as exc:
         raise _yaml_error(exc, data, path) from None
     finally:
@@ -296,13 +316,13 @@ _INDICATORS = [c + sep for c in (b"-", b":", b"?") for sep in _SEPARATORS]
 
 
 def _plainly_bounded(data: bytes) -> bool:
-    """Whether `data` cannot nest deeper than MAX_DEPTH nor hold an alias, judged from its bytes.
+    """Whether `data` is within every limit judged from its bytes alone: tiny, no alias, shallow.
 
     Every block collection starts at a '- ', 'key: ' or '? ' indicator and every flow one at a
     bracket, so fewer indicators than MAX_DEPTH bound the nesting. Such a file (most catalog files)
     is constructed straight away and scanned for its key lines only if an error needs them.
     """
-    if b"*" in data or b"&" in data:
+    if len(data) > TINY_FILE or b"*" in data or b"&" in data:
         return False
     return sum(data.count(i) for i in _INDICATORS) + data.count(b"[") + data.count(b"{") < MAX_DEPTH
 
@@ -310,7 +330,8 @@ def _plainly_bounded(data: bytes) -> bool:
 def load(data: bytes, path: str) -> list[Document]:
     """Every document of `data`, constructed with the safe loader (core tags only), within the limits."""
     _check_bytes(data, path)
-    lines = _Lines(data, path, None if _plainly_bounded(data) else scan(data, path))
+    bounded = _plainly_bounded(data)
+    lines = _Lines(data, path, None if bounded else scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100))
     loader = _Loader(data)
     values: list[Any] = []
     try:
@@ -368,4 +389,5 @@ def dump(value: Any, header: str = "") -> bytes:
     return stream.getvalue().encode()
 
 
-__all__ = ["DocInfo", "Document", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "dump", "load", "load_one", "scan"]
+__all__ = ["DocInfo", "Document", "MAX_DEPTH", "MAX_DOCUMENTS", "MAX_FILE_BYTES", "MAX_LOAD_NODES", "MAX_NODES",
+           "dump", "load", "load_one", "scan"]

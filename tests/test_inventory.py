@@ -365,3 +365,11 @@ def test_an_unchanged_file_is_parsed_once_across_base_and_now(example_repo: Path
     before = cache.parses
     read_inventory(FsTree(str(example_repo)), config, cache)
     assert cache.parses == before  # a third read parses nothing
+
+
+def test_a_file_of_many_broken_documents_is_a_handful_of_findings(tmp_path: Path) -> None:
+    write_files(tmp_path, {"apps/wave-0/junk.yaml": "---\na: 1\n" * 200})
+    inventory = read_inventory(FsTree(str(tmp_path)), Config())
+    messages = [f.message for f in inventory.problems]
+    assert len(messages) == 6
+    assert "and 195 more documents that are not Kubernetes objects" in messages[-1]

@@ -71,7 +71,7 @@ def test_billion_laughs_is_refused_without_expanding() -> None:
     for i in range(1, 10):
         prev, cur = chr(96 + i), chr(97 + i)
         lines.append(f"{cur}: &{cur} [{', '.join(['*' + prev] * 9)}]".encode())
-    with pytest.raises(WaveBotError, match="expands to more than 1,000,000 nodes"):
+    with pytest.raises(WaveBotError, match="holds more than 200,000 nodes once aliases are expanded"):
         yamlio.scan(b"\n".join(lines) + b"\n", "bomb.yaml")
 
 
@@ -116,3 +116,25 @@ def test_dump_keeps_key_order_quotes_ambiguous_strings_and_is_byte_stable() -> N
         "    - 1",
     ]
     assert yamlio.load(out, "f")[0].value == value
+
+
+def test_files_read_whole_have_a_much_smaller_node_budget() -> None:
+    flat = b"[" + b",".join([b"0"] * 30_000) + b"]\n"  # 60 KB, fine to scan, too big to build
+    assert len(yamlio.scan(flat, "f.yaml")) == 1
+    with pytest.raises(WaveBotError, match="holds more than 20,000 nodes"):
+        yamlio.load(flat, "catalog/f.yaml")
+
+
+def test_too_many_documents_is_refused_early() -> None:
+    with pytest.raises(WaveBotError, match="holds more than 1,000 YAML documents") as exc:
+        yamlio.scan(b"---\na: 1\n" * 5_000, "m.yaml")
+    assert exc.value.line == 2001
+    with pytest.raises(WaveBotError, match="holds more than 100 YAML documents"):
+        yamlio.load_one(b"---\na: 1\n" * 5_000, "catalog/m.yaml")
+
+
+def test_long_lists_keep_their_captures_but_not_every_line() -> None:
+    data = b"items:\n" + b"".join(b"  - n%d\n" % i for i in range(yamlio.MAX_ITEM_LINES + 50))
+    (doc,) = yamlio.scan(data, "f.yaml", capture=lambda p: p[:1] == ("items",))
+    assert doc.scalars[("items", yamlio.MAX_ITEM_LINES + 49)] == f"n{yamlio.MAX_ITEM_LINES + 49}"
+    assert ("items", 5) in doc.lines and ("items", yamlio.MAX_ITEM_LINES + 1) not in doc.lines
