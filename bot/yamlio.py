@@ -46,7 +46,7 @@ MAX_FILE_BYTES = 1 << 20
 """Largest YAML file read (1 MiB, the size of the largest object etcd stores)."""
 MAX_DEPTH = 100
 """Deepest nesting accepted; real manifests stay far below, hostile ones crash parsers."""
-MAX_NODES = 200_000
+MAX_NODES = 100_000
 """Most nodes a file may hold once every alias is expanded (stops "billion laughs"); bounds a scan to
 well under a second (bench/hostile_bench.py)."""
 MAX_LOAD_NODES = 20_000
