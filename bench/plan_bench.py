@@ -85,7 +85,7 @@ metadata:
     namespace: {name}
 type: Opaque
 stringData:
-    password: ENC[AES256_GCM,data:q83Fh3kV0sZ1Y2xg==,iv:Ukq8X0ZPq0d4sW1k9bB2rXWc8m3t8r3l5sQxQ9p7bQ8=,tag:zV8bq1Xw==,type:str]
+    password: ENC[AES256_GCM,data:q83Fh3kV0sZ1Y2xg==,iv:Ukq8X0ZPq0d4sW1k9bB2rXWc8m3t8r=,tag:zV8bq1Xw==,type:str]
 sops:
     age:
         - recipient: age1qf4mvx6a7w2u2zyx0m2n9y0v3s7z5nqz8ks9r5l6h0t4xgk3e6dqs8l2hk
@@ -111,7 +111,10 @@ def generate(root: Path, count: int, seed: int = 7) -> list[Path]:
         deps = sorted({f"svc-{rng.randrange(i):05d}" for _ in range(rng.randint(0, 3))}) if i else []
         body = [f"apiVersion: catalog.example.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: {name}\n"]
         body.append("spec:\n  dependencies:\n" + "".join(f"    - to: {d}\n" for d in deps) if deps else "spec: {}\n")
-        files = {root / "catalog" / f"{name}.yaml": "".join(body), root / "apps" / f"{name}.yaml": APP.format(name=name)}
+        files = {
+            root / "catalog" / f"{name}.yaml": "".join(body),
+            root / "apps" / f"{name}.yaml": APP.format(name=name),
+        }
         if i % 3 == 0:
             files[root / "apps" / f"{name}-bootstrap-secret.sops.yaml"] = SECRET.format(name=name)
         for path, text in files.items():

@@ -316,7 +316,9 @@ def run(env: Mapping[str, str], out: TextIO = sys.stdout,
     forge = None
     if event.pull is not None:
         if make_forge is None:
-            from bot.forge import make_forge
+            from bot.forge import make_forge as default_forge
+
+            make_forge = default_forge
         forge = make_forge(event.platform, api_url=event.api_url, repository=event.repository, token=inputs.token)
     workspace = Workspace(event.workspace, auth_env(event.server_url, inputs.token), inputs.token)
     runner = Runner(event, inputs, workspace, log, forge)

@@ -146,7 +146,7 @@ def _extra_unit(item: Any, path: str, line: int) -> ExtraUnit:
         isinstance(f, str) and "/" not in f and f not in ("", ".", "..") for f in files
     ):
         raise _bad(f"extra_units[{name}].files", "a list of file names (no directories)", path, line)
-    return ExtraUnit(name=name, anchor=anchor, above=above, files=tuple(files), line=line)
+    return ExtraUnit(name=str(name), anchor=anchor, above=above, files=tuple(files), line=line)
 
 
 def _template(value: Any, path: str, line: int) -> Mapping[str, Any]:

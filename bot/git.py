@@ -184,7 +184,8 @@ class Workspace:
         # Container actions run as root on a workspace owned by the runner's user: without this git
         # refuses the repository ("dubious ownership"). Command-scope config, not ~/.gitconfig.
         count = int(config.get("GIT_CONFIG_COUNT", "0"))
-        config[f"GIT_CONFIG_KEY_{count}"], config[f"GIT_CONFIG_VALUE_{count}"] = "safe.directory", os.path.realpath(path)
+        config[f"GIT_CONFIG_KEY_{count}"] = "safe.directory"
+        config[f"GIT_CONFIG_VALUE_{count}"] = os.path.realpath(path)
         # Never run hooks from the repository being read.
         config[f"GIT_CONFIG_KEY_{count + 1}"], config[f"GIT_CONFIG_VALUE_{count + 1}"] = "core.hooksPath", os.devnull
         config["GIT_CONFIG_COUNT"] = str(count + 2)

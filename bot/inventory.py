@@ -183,7 +183,8 @@ class Inventory:
     def paths_by_name(self) -> dict[str, tuple[str, ...]]:
         """File name -> paths of the applied and stray files of that name (moves keep names)."""
         out: dict[str, list[str]] = {}
-        for item in sorted([*self.files, *self.stray], key=lambda f: f.path):
+        items: list[WaveFile | StrayFile] = [*self.files, *self.stray]
+        for item in sorted(items, key=lambda f: f.path):
             out.setdefault(item.name, []).append(item.path)
         return {name: tuple(paths) for name, paths in out.items()}
 
@@ -193,7 +194,8 @@ class Inventory:
 
     @cached_property
     def _by_path(self) -> dict[str, WaveFile | StrayFile]:
-        return {f.path: f for f in [*self.files, *self.stray]}
+        items: list[WaveFile | StrayFile] = [*self.files, *self.stray]
+        return {f.path: f for f in items}
 
     def file(self, path: str) -> WaveFile | StrayFile | None:
         """The applied or stray file at `path`."""
@@ -416,7 +418,7 @@ def _listed_files(tree: Tree, path: str) -> list[str]:
         )
     items = docs[0].scalars if docs else {}
     names = []
-    for key, entry in sorted((k, v) for k, v in items.items() if len(k) == 2):
+    for _, entry in sorted((k, v) for k, v in items.items() if len(k) == 2):
         name = entry[2:] if entry.startswith("./") else entry
         if name and "/" not in name and name not in (".", ".."):
             names.append(name)

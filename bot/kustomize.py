@@ -103,7 +103,7 @@ class ResId:
     @classmethod
     def of(cls, doc: Mapping[str, Any]) -> ResId:
         group, _, version = str(doc.get("apiVersion") or "").rpartition("/")
-        metadata = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        metadata: Mapping[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
         return cls(group, version, str(doc.get("kind") or ""), str(metadata.get("namespace") or ""),
                    str(metadata.get("name") or ""))
 
@@ -147,10 +147,10 @@ class Selector:
             pattern = self.fields.get(key)
             if pattern and not any(_full_match(pattern, c) for c in candidates):
                 return False
-        metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
+        metadata: Mapping[str, Any] = value["metadata"] if isinstance(value.get("metadata"), dict) else {}
         for key, meta in (("labelSelector", "labels"), ("annotationSelector", "annotations")):
             expression = self.fields.get(key)
-            pairs = metadata.get(meta) if isinstance(metadata.get(meta), dict) else {}
+            pairs: Mapping[str, Any] = metadata[meta] if isinstance(metadata.get(meta), dict) else {}
             if expression and not label_selector_matches(expression, {str(k): str(v) for k, v in pairs.items()}):
                 return False
         return True
@@ -813,7 +813,7 @@ class PatchFailed(Exception):
 
 
 def _json_ops(use: PatchUse, kust: Kustomization) -> list[dict[str, Any]]:
-    ops = use.documents[0]
+    ops: list[dict[str, Any]] = use.documents[0]
     for op in ops:
         if not isinstance(op, dict) or op.get("op") not in JSON_OPS:
             kind = op.get("op", "unknown") if isinstance(op, dict) else "unknown"

@@ -5,12 +5,13 @@ import difflib
 import posixpath
 import re
 from collections.abc import Iterable
+from typing import TypeGuard
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
-def is_dns_label(name: object) -> bool:
+def is_dns_label(name: object) -> TypeGuard[str]:
     """True for a valid Kubernetes DNS-1123 label (which also rules out `/`, `..` and spaces)."""
     return isinstance(name, str) and _DNS_LABEL.fullmatch(name) is not None
 

@@ -108,7 +108,7 @@ def _references(tree: Tree, directory: str) -> set[str]:
 
 def decryption_problem(value: Mapping[str, Any], config: Config) -> str | None:
     """Why this Flux Kustomization does not decrypt with the SOPS key; None when it does."""
-    spec = value.get("spec") if isinstance(value.get("spec"), dict) else {}
+    spec: Mapping[str, Any] = value["spec"] if isinstance(value.get("spec"), dict) else {}
     decryption = spec.get("decryption")
     if not isinstance(decryption, dict):
         return "no spec.decryption"
@@ -314,7 +314,7 @@ def _missing_decryption(
 def _problem_finding(overlay: str, problem: Problem, config: Config, waves: Sequence[int]) -> Finding:
     patch, missing = problem.patch, problem.missing
     wave = _wave_of(missing.name, config) if missing is not None and missing.group == FLUX_GROUP else None
-    if wave is not None and wave not in waves and patch.touches_decryption:
+    if missing is not None and wave is not None and wave not in waves and patch.touches_decryption:
         also = f", and delete {patch.path}" if patch.path else ""
         return Finding(
             code="stale-decryption-patch",

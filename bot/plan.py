@@ -9,10 +9,10 @@ from typing import Any
 from bot import hazards, overlays, render
 from bot.catalog import load_catalog
 from bot.config import Config
-from bot.model import Change, Finding
-from bot.placement import KUSTOMIZATION, AppFile, app_entries, existing_waves, place_files
 from bot.errors import WaveBotError
 from bot.inventory import ParseCache, read_inventory
+from bot.model import Change, Finding
+from bot.placement import KUSTOMIZATION, AppFile, app_entries, existing_waves, place_files
 from bot.tree import PlannedTree, Tree, refuse_link
 from bot.waves import WaveGraph, compute_waves
 

@@ -31,12 +31,12 @@ from ruamel.yaml.reader import ReaderError
 from bot.errors import WaveBotError
 
 try:  # the C extension is a declared dependency; the fallback only keeps a broken install usable
-    from ruamel.yaml.cyaml import CParser as _Parser
+    from ruamel.yaml.cyaml import CParser as _Parser  # type: ignore[attr-defined]
     from ruamel.yaml.cyaml import CSafeLoader as _Loader
 except ImportError:  # pragma: no cover
     from ruamel.yaml.loader import SafeLoader as _Loader  # type: ignore[assignment]
 
-    def _Parser(data: bytes) -> Any:  # type: ignore[no-redef]
+    def _Parser(data: bytes) -> Any:
         return _Loader(data)
 
 

@@ -101,7 +101,6 @@ class _Handler(BaseHTTPRequestHandler):
     # -- one request ---------------------------------------------------------------------------------
 
     def _handle(self) -> None:
-        state = self.server.state
         parts = urlsplit(self.path)
         authorization = tuple(self.headers.get_all("Authorization") or ())
         try:

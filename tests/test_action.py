@@ -1,8 +1,6 @@
 """`wave-bot run` end to end: real git repositories with a bare origin, each forge's API faked over HTTP."""
 from __future__ import annotations
 
-import functools
-import io
 import json
 import subprocess
 from collections.abc import Iterator
@@ -15,16 +13,11 @@ import responses
 
 from bot import action
 from bot.errors import WaveBotError
-from bot.forge import make_forge
 from bot.git import Workspace
-from conftest import deployment, git, service, write_files
-from fakes import REPOSITORY, SERVERS, TOKEN, ForgeServer, _refuse_sleep
 
-BRANCH = "wave/podinfo-redis"  # the head.ref of the recorded PR fixtures
-NEW_SERVICE = {
-    "catalog/tautulli.yaml": service("tautulli", "plex"),
-    "apps/tautulli.yaml": deployment("tautulli"),
-}
+from actionkit import BRANCH, NEW_SERVICE, action_env, push_pr_branch, run_action
+from conftest import deployment, git, service, write_files
+from fakes import SERVERS, TOKEN, ForgeServer
 
 
 @dataclass
@@ -38,17 +31,7 @@ class Scenario:
     head_sha: str = ""
 
     def pr_branch(self, files: dict[str, str | bytes], message: str = "onboard tautulli") -> None:
-        """Push a PR branch changing `files` (no regenerated layout) and point PR #7 at it."""
-        git(self.work, "checkout", "-q", "-B", BRANCH, "main")
-        write_files(self.work, files)
-        git(self.work, "add", "-A")
-        git(self.work, "commit", "-q", "--allow-empty", "-m", message)
-        git(self.work, "push", "-q", "-f", "origin", f"HEAD:refs/heads/{BRANCH}", "HEAD:refs/pull/7/head")
-        self.base_sha = git(self.work, "rev-parse", "main").strip()
-        self.head_sha = git(self.work, "rev-parse", "HEAD").strip()
-        pull = self.server.pulls[7]
-        pull["head"]["ref"], pull["head"]["sha"] = BRANCH, self.head_sha
-        pull["base"]["ref"], pull["base"]["sha"] = "main", self.base_sha
+        self.base_sha, self.head_sha = push_pr_branch(self.work, self.server.pulls[7], files, message, git)
 
     def fork(self) -> None:
         pull = self.server.pulls[7]
@@ -62,37 +45,11 @@ class Scenario:
         return workspace
 
     def env(self, workspace: Path, event: str = "pull_request", **extra: str) -> dict[str, str]:
-        pull = self.server.pulls[7]
-        action_name = "synchronize" if self.platform == "github" else "synchronized"
-        payload = {"action": action_name, "number": 7, "pull_request": pull,
-                   "repository": pull["base"]["repo"], "sender": pull["user"]}
-        if event == "workflow_dispatch":
-            payload = {"inputs": {}, "ref": "refs/heads/main", "repository": pull["base"]["repo"]}
-        path = self.tmp / f"event-{len(list(self.tmp.glob('event-*')))}.json"
-        path.write_text(json.dumps(payload))
-        server_url = "https://github.com" if self.platform == "github" else "https://gitea.example.com"
-        env = {
-            "GITHUB_EVENT_NAME": event,
-            "GITHUB_EVENT_PATH": str(path),
-            "GITHUB_REPOSITORY": REPOSITORY,
-            "GITHUB_WORKSPACE": str(workspace),
-            "GITHUB_SERVER_URL": server_url,
-            "GITHUB_API_URL": self.server.api,
-            "GITHUB_RUN_ID": "987654321",
-            "GITHUB_REF_NAME": "main" if event == "workflow_dispatch" else "7/merge",
-            "GITHUB_STEP_SUMMARY": str(self.tmp / "summary.md"),
-            "GITHUB_OUTPUT": str(self.tmp / "output.txt"),
-            "INPUT_TOKEN": TOKEN,
-        }
-        if self.platform == "gitea":
-            env["GITEA_ACTIONS"] = "true"
-        return env | extra
+        return action_env(self.platform, self.server.pulls[7], self.tmp, workspace, api_url=self.server.api,
+                          token=TOKEN, event=event) | extra
 
     def run(self, env: dict[str, str]) -> tuple[int, str]:
-        out = io.StringIO()
-        factory = functools.partial(make_forge, sleep=_refuse_sleep)
-        code = action.run(env, out=out, make_forge=factory)
-        return code, out.getvalue()
+        return run_action(env)
 
     def outputs(self) -> dict[str, str]:
         lines = (self.tmp / "output.txt").read_text().splitlines()
@@ -160,7 +117,9 @@ def test_a_human_comment_carrying_the_marker_is_never_edited(scenario: Scenario)
     assert [w.split()[0] for w in scenario.server.writes] == ["POST"]
 
 
-def test_a_push_race_is_won_by_regenerating_on_the_new_head(scenario: Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_push_race_is_won_by_regenerating_on_the_new_head(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
     scenario.pr_branch(NEW_SERVICE)
     real_push = Workspace.push
     raced = []
@@ -202,9 +161,13 @@ def test_fork_pr_gets_the_diff_in_the_comment_and_a_failing_exit(scenario: Scena
 
 def test_403_on_the_comment_says_which_permission_is_missing(scenario: Scenario) -> None:
     scenario.pr_branch(NEW_SERVICE)
-    forbidden = {"message": "Resource not accessible by integration",
-                 "documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment",
-                 "status": "403"} if scenario.platform == "github" else {"message": "token does not have at least one of required scope(s): [write:issue]", "url": "https://gitea.example.com/api/swagger"}
+    if scenario.platform == "github":
+        forbidden = {"message": "Resource not accessible by integration",
+                     "documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment",
+                     "status": "403"}
+    else:
+        forbidden = {"message": "token does not have at least one of required scope(s): [write:issue]",
+                     "url": "https://gitea.example.com/api/swagger"}
     scenario.server.fail("create", (403, forbidden, {}))
     with pytest.raises(WaveBotError) as exc:
         scenario.run(scenario.env(scenario.checkout()))
@@ -284,7 +247,8 @@ def test_hostile_branch_names_are_refused_before_git_sees_them(scenario: Scenari
 def test_a_refused_push_on_a_pr_gets_the_diff_comment_and_fails(scenario: Scenario) -> None:
     scenario.pr_branch(NEW_SERVICE)
     hook = scenario.origin / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'remote: Permission to acme/gitops.git denied to github-actions[bot].' >&2\nexit 1\n")
+    denied = "remote: Permission to acme/gitops.git denied to github-actions[bot]."
+    hook.write_text(f"#!/bin/sh\necho '{denied}' >&2\nexit 1\n")
     hook.chmod(0o755)
     code, log = scenario.run(scenario.env(scenario.checkout()))
     assert code == 1 and "push refused" in log

@@ -8,6 +8,7 @@ from bot.catalog import load_catalog, parse_service
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.worktree import FsTree
+
 from conftest import service, write_files
 
 
@@ -52,7 +53,7 @@ def test_catalog_reads_yaml_files_only_and_sorts_by_name(tmp_path: Path) -> None
 
 
 def test_catalog_file_of_another_kind_is_an_error() -> None:
-    with pytest.raises(WaveBotError, match="has kind 'ConfigMap'; every file in the catalog must be a ServiceDefinition"):
+    with pytest.raises(WaveBotError, match="has kind 'ConfigMap'; every file in the catalog must be a Service"):
         parse_service(b"kind: ConfigMap\nmetadata: {name: x}\n", "catalog/x.yaml")
 
 

@@ -13,13 +13,17 @@ from bot.config import Config
 from bot.errors import WaveBotError
 from bot.plan import make_plan
 from bot.worktree import FsTree
+
 from conftest import snapshot, write_files
 
 NAMES = st.sampled_from(["api", "web", "db", "api-db", "Web", "../x", "", "a" * 70, "-x", "web-app"])
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), NAMES, st.text(max_size=6))
-VALUES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                         st.dictionaries(st.sampled_from(["to", "name", "x"]), inner, max_size=3)),
-                      max_leaves=12)
+KEYS = st.sampled_from(["to", "name", "x"])
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(KEYS, inner, max_size=3)),
+    max_leaves=12,
+)
 
 
 @st.composite

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+
 from conftest import deployment, service, snapshot
 
 BASE = {

@@ -23,6 +23,7 @@ from bot.kustomize import (
     merge_patch,
 )
 from bot.worktree import FsTree
+
 from conftest import write_files
 
 Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
@@ -231,7 +232,8 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         "patches[0]: 'bogus' is not a JSON6902 operation"),
     "legacy json6902 target without a name": (
         {"clusters/o/kustomization.yaml": overlay(
-            "patchesJson6902:\n  - target: {kind: Kustomization}\n    patch: |\n      - {op: remove, path: /spec/prune}\n")},
+            "patchesJson6902:\n  - target: {kind: Kustomization}\n"
+            "    patch: |\n      - {op: remove, path: /spec/prune}\n")},
         "patchesJson6902[0] needs a target with a name (kustomize: must specify the target name)"),
     "several smp documents with a target": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(

@@ -25,6 +25,7 @@ from bot.overlays import (
 )
 from bot.tree import PlannedTree
 from bot.worktree import FsTree
+
 from conftest import write_files
 
 Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]

@@ -9,6 +9,7 @@ from bot.errors import WaveBotError
 from bot.placement import owner, place_files
 from bot.waves import Node, WaveGraph
 from bot.worktree import FsTree
+
 from conftest import write_files
 
 NODES = {name: Node(name, wave, "service") for name, wave in
@@ -41,12 +42,13 @@ def test_owner_uses_configured_suffixes() -> None:
 
 
 def test_explicit_extra_unit_files_win() -> None:
-    assert owner("gitea-actions-runner-secret.sops.yaml", NODES, Config(), {"gitea-actions-runner-secret.sops.yaml": "x"}) == "x"
+    name = "gitea-actions-runner-secret.sops.yaml"
+    assert owner(name, NODES, Config(), {name: "x"}) == "x"
 
 
-def _place(tmp_path: Path, files: dict[str, str], config: Config = Config()) -> dict[str, tuple[str, str | None]]:
+def _place(tmp_path: Path, files: dict[str, str], config: Config | None = None) -> dict[str, tuple[str, str | None]]:
     write_files(tmp_path, files)
-    placed = place_files(FsTree(str(tmp_path)), GRAPH, config)
+    placed = place_files(FsTree(str(tmp_path)), GRAPH, config or Config())
     return {f.path: (f.target, f.node) for f in placed}
 
 
@@ -82,7 +84,8 @@ def test_unplaced_files_and_directories_stay_where_they_are(tmp_path: Path) -> N
 
 
 def test_a_file_listed_by_two_extra_units_is_an_error(tmp_path: Path) -> None:
-    config = Config(extra_units=(ExtraUnit("a", "gitea", files=("x.yaml",)), ExtraUnit("b", "gitea", files=("x.yaml",))))
+    units = (ExtraUnit("a", "gitea", files=("x.yaml",)), ExtraUnit("b", "gitea", files=("x.yaml",)))
+    config = Config(extra_units=units)
     with pytest.raises(WaveBotError, match="'x.yaml' is listed by extra units 'a' and 'b'"):
         _place(tmp_path, {"apps/x.yaml": "a: 1\n"}, config)
 

@@ -13,6 +13,7 @@ from bot.cli import main
 from bot.config import Config
 from bot.plan import make_plan
 from bot.worktree import FsTree
+
 from conftest import deployment, git, service, snapshot, write_files
 
 # The design doc's table (000_*, section 2), written out by hand.
@@ -132,7 +133,9 @@ def test_a_wave_that_empties_keeps_its_files_with_no_resources(
     assert kubectl(example_repo / "apps/wave-2").returncode == 0
 
 
-def test_unplaced_file_stays_in_its_wave_kustomization(make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_unplaced_file_stays_in_its_wave_kustomization(
+    make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     repo = make_repo({
         "catalog/web.yaml": service("web"),
         "apps/wave-0/web.yaml": deployment("web"),
@@ -161,7 +164,9 @@ def test_hand_edited_generated_file_is_restored(example_repo: Path, capsys: pyte
     assert path.read_bytes() == original
 
 
-def test_catalog_change_moves_files_and_check_fails_until_applied(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_catalog_change_moves_files_and_check_fails_until_applied(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_files(example_repo, {"catalog/gitea.yaml": service("gitea", "gitea-db")})
     capsys.readouterr()
     assert not [f for f in run_json(capsys, "plan", str(example_repo))[1]["findings"]

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from bot.config import Config
 from bot.plan import make_plan
 from bot.worktree import FsTree, apply_changes
+
 from conftest import service, write_files
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
 from bot.config import Config
 from bot.plan import make_plan
 from bot.worktree import FsTree
+
 from conftest import PROJECT
 
 FIXTURES = PROJECT.parent / "shared" / "fixtures"

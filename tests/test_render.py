@@ -11,6 +11,7 @@ from bot import render, yamlio
 from bot.config import Config, parse_config
 from bot.errors import WaveBotError
 from bot.worktree import FsTree
+
 from conftest import EXAMPLE, write_files
 
 CRD = Path(__file__).parent / "data" / "flux-kustomization-crd.yaml"

@@ -11,6 +11,7 @@ from bot.cli import load_config
 from bot.config import Config
 from bot.plan import make_plan
 from bot.worktree import FsTree
+
 from conftest import deployment, service, write_files
 
 HOSTILE_NAMES = [

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+
 from conftest import deployment, git, service, write_files
 
 
@@ -74,7 +75,9 @@ def test_b_gitea_gains_a_database_and_its_pvc_would_be_deleted(
     assert main(["check", str(example_repo), "--base", "main"]) == 1
 
 
-def test_b_is_safe_once_the_annotation_is_deployed_first(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_b_is_safe_once_the_annotation_is_deployed_first(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     gitea = example_repo / "apps/wave-0/gitea.yaml"
     annotated = gitea.read_text().replace(
         "  name: gitea-data\n  namespace: gitea\n",
@@ -107,10 +110,11 @@ def test_c_a_regex_targeted_decryption_patch_covers_a_new_wave(
             name: sops-age
 """))
     git(example_repo, "commit", "-q", "-am", "dev: one regex patch decrypts every wave")
+    base = (example_repo / "clusters/base/kustomization.yaml").read_text()
     pr(example_repo, {"catalog/overseerr.yaml": service("overseerr", "seerr"),
                       "apps/overseerr.yaml": deployment("overseerr"),
-                      "clusters/base/kustomization.yaml": (example_repo / "clusters/base/kustomization.yaml").read_text()
-                      .replace("  - cluster-vars.yaml", "  - apps-wave-3.yaml\n  - cluster-vars.yaml")})
+                      "clusters/base/kustomization.yaml": base.replace(
+                          "  - cluster-vars.yaml", "  - apps-wave-3.yaml\n  - cluster-vars.yaml")})
     out = plan(example_repo, capsys)
     assert {f["overlay"] for f in by_code(out, "missing-decryption")} == {"clusters/prod"}
     assert main(["apply", str(example_repo), "--base", "main"]) == 0
@@ -166,5 +170,5 @@ def test_the_seed_cutover_flags_removing_the_monolithic_apps_kustomization(
     out = plan(example_repo, capsys)
     (removed,) = by_code(out, "kustomization-removed")
     assert removed["severity"] == "error"
-    assert "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps" == removed["resource"]
+    assert removed["resource"] == "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps"
     assert "prune: false" in removed["message"] and "prune: false" in removed["fix"]

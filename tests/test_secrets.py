@@ -12,8 +12,6 @@ message in every repository there. The process list is not checked.
 from __future__ import annotations
 
 import base64
-import functools
-import io
 import json
 import logging
 import os
@@ -31,18 +29,14 @@ from git import cmd as gitpython_cmd
 import bot.forge.github  # noqa: F401 - PyGithub pins its logger to INFO on import: import before raising it
 from bot import action
 from bot.errors import WaveBotError
-from bot.forge import make_forge
-from conftest import deployment, service, write_files
-from fakes import REPOSITORY, SERVERS, ForgeServer, GiteaServer, _refuse_sleep
+
+from actionkit import BRANCH, NEW_SERVICE, action_env, push_pr_branch, run_action
+from conftest import write_files
+from fakes import SERVERS, ForgeServer, GiteaServer
 from githttp import GitHttpServer, Seen, basic_credentials, extraheader
 
 TOKEN = "wbtok_SENTINEL_4c7e1f9a2d6b8035"
 STALE_TOKEN = "wbtok_STALE_d41d8cd98f00b204"  # what a checkout step might have persisted before
-BRANCH = "wave/podinfo-redis"  # the head.ref of the recorded PR fixtures
-NEW_SERVICE = {
-    "catalog/tautulli.yaml": service("tautulli", "plex"),
-    "apps/tautulli.yaml": deployment("tautulli"),
-}
 GIT_TIMEOUT_SECONDS = 60
 MASK_LINE = f"::add-mask::{TOKEN}"
 
@@ -198,17 +192,7 @@ class Scenario:
         return self._forge
 
     def pr_branch(self, files: dict[str, str | bytes], message: str = "onboard tautulli") -> None:
-        """Push a PR branch changing `files` (no regenerated layout) and point PR #7 at it."""
-        run_git(self.work, "checkout", "-q", "-B", BRANCH, "main")
-        write_files(self.work, files)
-        run_git(self.work, "add", "-A")
-        run_git(self.work, "commit", "-q", "-m", message)
-        run_git(self.work, "push", "-q", "-f", "origin", f"HEAD:refs/heads/{BRANCH}", "HEAD:refs/pull/7/head")
-        self.base_sha = git_text(self.work, "rev-parse", "main").strip()
-        self.head_sha = git_text(self.work, "rev-parse", "HEAD").strip()
-        pull = self.forge.pulls[7]
-        pull["head"]["ref"], pull["head"]["sha"] = BRANCH, self.head_sha
-        pull["base"]["ref"], pull["base"]["sha"] = "main", self.base_sha
+        self.base_sha, self.head_sha = push_pr_branch(self.work, self.forge.pulls[7], files, message, git_text)
 
     def checkout(self, name: str = "workspace") -> Path:
         """actions/checkout with `persist-credentials: false`: cloned over HTTP with the header given
@@ -223,37 +207,13 @@ class Scenario:
         return workspace
 
     def env(self, workspace: Path, **extra: str) -> dict[str, str]:
-        pull = self.forge.pulls[7]
-        action_name = "synchronize" if self.platform == "github" else "synchronized"
-        payload = {"action": action_name, "number": 7, "pull_request": pull,
-                   "repository": pull["base"]["repo"], "sender": pull["user"]}
-        path = self.tmp / f"event-{len(list(self.tmp.glob('event-*')))}.json"
-        path.write_text(json.dumps(payload))
-        env = {
-            "GITHUB_EVENT_NAME": "pull_request",
-            "GITHUB_EVENT_PATH": str(path),
-            "GITHUB_REPOSITORY": REPOSITORY,
-            "GITHUB_WORKSPACE": str(workspace),
-            "GITHUB_SERVER_URL": self.server.url,  # so that auth_env scopes the header to this server
-            "GITHUB_API_URL": self.forge.api,
-            "GITHUB_RUN_ID": "987654321",
-            "GITHUB_REF_NAME": "7/merge",
-            "GITHUB_STEP_SUMMARY": str(self.tmp / "summary.md"),
-            "GITHUB_OUTPUT": str(self.tmp / "output.txt"),
-            "INPUT_TOKEN": TOKEN,
-        }
-        if self.platform == "gitea":
-            env["GITEA_ACTIONS"] = "true"
-        return env | extra
+        # GITHUB_SERVER_URL is this server, so that auth_env scopes the header to it.
+        return action_env(self.platform, self.forge.pulls[7], self.tmp, workspace, api_url=self.forge.api,
+                          token=TOKEN, server_url=self.server.url) | extra
 
     def run(self, env: dict[str, str]) -> tuple[int, str]:
         """`action.run`; the log is kept (in `run_logs`) even when the run raises."""
-        out = io.StringIO()
-        factory = functools.partial(make_forge, sleep=_refuse_sleep)
-        try:
-            return action.run(env, out=out, make_forge=factory), out.getvalue()
-        finally:
-            self.run_logs.append(out.getvalue())
+        return run_action(env, self.run_logs)
 
     # -- what happened ----------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from bot.catalog import Service, parse_service
 from bot.config import Config, ExtraUnit
 from bot.errors import WaveBotError
 from bot.waves import compute_waves
+
 from conftest import service
 
 

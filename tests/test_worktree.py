@@ -11,6 +11,7 @@ from bot import worktree
 from bot.errors import WaveBotError
 from bot.model import Change
 from bot.worktree import FsTree, apply_changes
+
 from conftest import git, snapshot, write_files
 
 FILES = {

@@ -246,7 +246,7 @@ class StickyForge:
         if wait > MAX_WAIT_SECONDS:
             failure.wait_needed = wait
             return None
-        return max(wait, 0.0)
+        return max(float(wait), 0.0)
 
     def _rate_limit_wait(self, failure: ApiFailure) -> float:
         now = self._clock()
