@@ -36,9 +36,9 @@ from bot.inventory import (
     Resource,
     ResourceId,
     WaveFile,
-    clusters_dir,
 )
 from bot.model import Finding
+from bot.overlays import discover_overlays
 from bot.tree import Tree
 
 PRUNE_SNIPPET = f"metadata:\n  annotations:\n    {PRUNE_KEY}: {PRUNE_DISABLED}\n"
@@ -396,8 +396,7 @@ def wave_references(tree: Tree, config: Config, wave: int) -> tuple[Reference, .
 
     The base kustomization.yaml's `resources` entry, and in each overlay's kustomization.yaml the
     `patches` / `patchesStrategicMerge` entries aimed at it (inline patch, patch file, or target
-    name). Overlays are `config.overlays`, else every directory beside base_dir with a
-    kustomization.yaml.
+    name).
     """
     cr, cr_file = config.wave_cr_name(wave), posixpath.basename(config.wave_cr_path(wave))
     found: list[Reference] = []
@@ -407,22 +406,9 @@ def wave_references(tree: Tree, config: Config, wave: int) -> tuple[Reference, .
         for i, entry in enumerate(_list(doc.value, "resources")):
             if isinstance(entry, str) and posixpath.normpath(entry) == cr_file:
                 found.append(Reference(base_kustomization, doc.info.line(("resources", i)), f"resource {entry}"))
-    for overlay in _overlays(tree, config):
+    for overlay in discover_overlays(tree, config):
         found += _patch_references(tree, f"{overlay}/kustomization.yaml", cr)
     return tuple(sorted(found))
-
-
-def _overlays(tree: Tree, config: Config) -> list[str]:
-    if config.overlays is not None:
-        return list(config.overlays)
-    root = clusters_dir(config)
-    if root == config.base_dir:
-        return []
-    return [
-        f"{root}/{e.name}" for e in tree.entries(root)
-        if e.kind == "dir" and f"{root}/{e.name}" != config.base_dir
-        and tree.kind(f"{root}/{e.name}/kustomization.yaml") == "file"
-    ]
 
 
 def _patch_references(tree: Tree, path: str, cr: str) -> list[Reference]:
