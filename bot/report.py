@@ -15,7 +15,12 @@ from bot.model import Finding
 from bot.plan import Plan
 
 SEVERITY_ICON = {"error": "🛑", "warning": "⚠️", "info": "ℹ️"}
-MERMAID_EDGE_LIMIT = 400  # beyond this a diagram stops being readable (and GitHub stops rendering it)
+# Past these a report stops being readable, and a large repository would blow GitHub's limits
+# (65,536 characters a comment, 1 MiB a job summary): lists are cut with a count of the rest.
+MERMAID_NODE_LIMIT = 150
+MERMAID_EDGE_LIMIT = 400
+CELL_LIMIT = 60  # names in one table cell
+ROW_LIMIT = 200  # rows of the moves table
 
 
 def _unit_files(plan: Plan) -> dict[int, list[tuple[str, list[str]]]]:
@@ -129,11 +134,16 @@ def _finding(f: Finding) -> list[str]:
     return out
 
 
+def _cell(names: list[str], empty: str) -> str:
+    shown_names = ", ".join(code(name) for name in names[:CELL_LIMIT]) or empty
+    return shown_names + (f" … and {len(names) - CELL_LIMIT} more" if len(names) > CELL_LIMIT else "")
+
+
 def _wave_table(plan: Plan) -> list[str]:
     out = ["| wave | units | files |", "|---:|---|---|"]
     for n, units in _unit_files(plan).items():
-        names = ", ".join(code(unit) for unit, _ in units) or "_(empty)_"
-        files = ", ".join(code(name) for _, files in units for name in files) or "—"
+        names = _cell([unit for unit, _ in units], "_(empty)_")
+        files = _cell([name for _, files in units for name in files], "—")
         out.append(f"| {n} | {names} | {files} |")
     return out
 
@@ -144,22 +154,28 @@ def _moves(plan: Plan) -> list[str]:
         return []
     against = "the base branch" if plan.base_waves is not None else "the work tree"
     out = ["#### Moves", "", f"Compared with {against}.", "", "| file | from | to |", "|---|---|---|"]
-    for name, before, after in moves:
+    for name, before, after in moves[:ROW_LIMIT]:
         origin = f"wave {before}" if before is not None else "new"
         out.append(f"| {code(name)} | {origin} | wave {after} |")
+    if len(moves) > ROW_LIMIT:
+        out.append(f"| … and {len(moves) - ROW_LIMIT} more | | |")
     return out + [""]
 
 
 def _mermaid(plan: Plan) -> list[str]:
     units = _unit_files(plan)
     placed = [unit for n in plan.waves for unit, _ in units[n] if unit != "(unplaced)"]
+    if len(placed) > MERMAID_NODE_LIMIT:  # too many to draw: draw the waves with their sizes
+        placed = []
     ids = {unit: f"u{i}" for i, unit in enumerate(placed)}  # ids, not names: `end` is a keyword
     lines = ["flowchart BT"]
     for n in plan.waves:
-        lines.append(f'  subgraph w{n}["wave {n}"]')
-        members = [f'    {ids[unit]}["{unit}"]' for unit, _ in units[n] if unit in ids]
-        lines += members or [f'    e{n}[" "]']
-        lines.append("  end")
+        count = len([unit for unit, _ in units[n] if unit != "(unplaced)"])
+        lines.append(f'  subgraph w{n}["wave {n}"]' if ids else f'  w{n}["wave {n}: {count} units"]')
+        if ids:
+            members = [f'    {ids[unit]}["{unit}"]' for unit, _ in units[n] if unit in ids]
+            lines += members or [f'    e{n}[" "]']
+            lines.append("  end")
     edges = [(ids[d], ids[name]) for name, node in plan.graph.nodes.items() if name in ids
              for d in node.dependencies if d in ids]
     if len(edges) <= MERMAID_EDGE_LIMIT:

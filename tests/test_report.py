@@ -102,3 +102,18 @@ def test_text_report_lists_changes_and_findings(tmp_path: Path, capsys: pytest.C
     text = report.to_text(make_plan(FsTree(str(tmp_path)), Config()))
     assert "  move    apps/web.yaml -> apps/wave-0/web.yaml" in text
     assert "  error   unplaced-file: apps/wave-0/x.yaml" in text
+
+
+def test_a_large_repository_gets_a_report_of_bounded_size(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {}
+    for i in range(400):
+        deps = [f"s{i - 1:03d}"] if i % 2 else []
+        files[f"catalog/s{i:03d}.yaml"] = service(f"s{i:03d}", *deps)
+        files[f"apps/s{i:03d}.yaml"] = deployment(f"s{i:03d}")
+    write_files(tmp_path, files)
+    text = report.to_markdown(make_plan(FsTree(str(tmp_path)), Config()))
+    assert len(text) < 40_000
+    assert "… and 140 more" in text  # 200 units in each wave, 60 named
+    assert "… and 200 more |" in text  # 400 moves, 200 rows
+    mermaid = text.split("```mermaid", 1)[1]
+    assert 'w0["wave 0: 200 units"]' in mermaid and "-->" not in mermaid and "w0 ==> w1" in mermaid
