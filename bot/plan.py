@@ -96,6 +96,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     removes waves that were already empty there. `fix_overlays` adds the edits that give every wave
     its base entry and SOPS decryption in every overlay.
     """
+    # The layout: waves from the catalog, each app file's wave, the generated files.
     graph = compute_waves(load_catalog(tree, config), config)
     files = place_files(tree, graph, config)
     targets = {f.target_wave for f in files if f.target_wave is not None}
@@ -106,6 +107,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
     generated = _generated(files, waves, template, config)
     writes = _writes(tree, generated)
+    # What Flux will apply once this lands, and (against the base) what it will delete.
     cache = ParseCache()
     now = read_inventory(PlannedTree(tree, [*moves, *writes]), config, cache)
     findings = _placement_findings(files, graph, config) + _restored(tree, files, existing, writes, template, config)
@@ -123,6 +125,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         removed = ()
         findings += [*now.problems, *hazards.duplicate_findings(now)]
         deepest_before = max(existing, default=None)
+    # The hand-maintained files around the waves: base entries and each overlay's decryption.
     changes = [*moves, *writes, *_deletes(tree, removed, config)]
     planned = PlannedTree(tree, changes)
     if fix_overlays:
