@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 from bot import report
 from bot.errors import INPUT_ERROR, RUN_ERROR, WaveBotError
 from bot.event import PR_ACTIONS, Event, Inputs, read_event, read_inputs
-from bot.model import Finding
+from bot.model import SEVERITY_RANK, Finding
 from bot.naming import shown
 
 if TYPE_CHECKING:
@@ -31,7 +31,6 @@ ATTEMPTS = 3
 # A runner or hook that exported these would point git at another repository.
 _GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
                       "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE")
-SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 
 class Log:

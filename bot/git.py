@@ -225,14 +225,17 @@ class Workspace:
     def tree_at(self, rev: str) -> GitTree:
         return GitTree(self.path, rev, self._env)
 
-    def has_commit(self, sha: str) -> bool:
+    def _answer(self, *args: str) -> str | None:
+        """git's output, or None when the command fails (a question whose answer may be no)."""
         import git
 
         try:
-            self.repo.git.execute(["git", "cat-file", "-e", f"{sha}^{{commit}}"], env=self._env)
-            return True
+            return str(self.repo.git.execute(["git", *args], env=self._env))
         except git.GitCommandError:
-            return False
+            return None
+
+    def has_commit(self, sha: str) -> bool:
+        return self._answer("cat-file", "-e", f"{sha}^{{commit}}") is not None
 
     def checkout(self, branch: str | None, start: str) -> None:
         """Check out `start`, on local `branch` (created or reset to it) or detached."""
@@ -242,12 +245,7 @@ class Workspace:
             self.git("checkout", "--quiet", "-B", branch, start, "--")
 
     def merge_base(self, a: str, b: str) -> str | None:
-        import git
-
-        try:
-            return str(self.repo.git.execute(["git", "merge-base", a, b], env=self._env)).strip() or None
-        except git.GitCommandError:
-            return None
+        return (self._answer("merge-base", a, b) or "").strip() or None
 
     def is_shallow(self) -> bool:
         return self.git("rev-parse", "--is-shallow-repository").strip() == "true"

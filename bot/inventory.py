@@ -33,10 +33,10 @@ from bot.config import Config
 from bot.errors import WaveBotError
 from bot.model import Finding
 from bot.naming import is_yaml_name
+from bot.placement import KUSTOMIZATION
+from bot.render import FLUX_GROUP
 from bot.tree import Tree, refuse_link
 
-KUSTOMIZATION = "kustomization.yaml"
-FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
 PRUNE_KEY = f"{FLUX_GROUP}/prune"
 PRUNE_DISABLED = "disabled"
 LOCAL_CONFIG_KEY = "config.kubernetes.io/local-config"
