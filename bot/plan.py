@@ -12,7 +12,7 @@ from bot.config import Config
 from bot.errors import WaveBotError
 from bot.inventory import ParseCache, read_inventory
 from bot.model import Change, Finding
-from bot.placement import KUSTOMIZATION, AppFile, app_entries, existing_waves, place_files
+from bot.placement import KUSTOMIZATION, AppFile, existing_waves, place_files
 from bot.tree import PlannedTree, Tree, refuse_link
 from bot.waves import WaveGraph, compute_waves
 
@@ -121,7 +121,11 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
                      for n in removed]
         findings += hazards.hazard_findings(before, now, config)
         deepest_before = max(existing_waves(base, config), default=None)
+        # Where each file was at base, from the inventory already read (no second walk of the base).
+        base_waves: dict[str, int | None] | None = {
+            **{f.name: f.wave for f in before.stray}, **{f.name: f.wave for f in before.files}}
     else:
+        base_waves = None
         removed = ()
         findings += [*now.problems, *hazards.duplicate_findings(now)]
         deepest_before = max(existing, default=None)
@@ -134,7 +138,6 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     findings += overlays.base_findings(planned, config, waves)
     findings += overlays.new_deepest_wave_findings(planned, config, waves, deepest_before)
     findings += overlays.decryption_findings(planned, config, waves, set(now.sops_waves()))
-    base_waves = {path.rsplit("/", 1)[-1]: wave for path, wave, _ in app_entries(base, config)} if base else None
     return Plan(
         config=config,
         graph=graph,
