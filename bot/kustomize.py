@@ -600,12 +600,7 @@ class _Builder:
 
     def _patch(self, kust: Kustomization, key: PatchField, i: int, entry: Any, acc: list[_Res], depth: int) -> None:
         line = kust.line(key, i)
-        if not isinstance(entry, dict):
-            raise BuildError(f"{key}[{i}] must be a mapping (path/patch, target)", path=kust.path, line=line)
-        unknown = sorted(set(entry) - PATCH_KEYS)
-        if unknown:
-            raise BuildError(f"{key}[{i}] has unknown field '{unknown[0]}' (kustomize rejects it)", path=kust.path,
-                             line=line)
+        _mapping_of(entry, PATCH_KEYS, f"{key}[{i}]", "a mapping (path/patch, target)", kust, line)
         if ("path" in entry) == ("patch" in entry):
             raise BuildError(f"{key}[{i}] needs exactly one of 'path' and 'patch'", path=kust.path, line=line)
         target = _selector(entry.get("target"), f"{key}[{i}]", kust, line)
@@ -718,15 +713,21 @@ def _string_map(kust: Kustomization, key: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
+def _mapping_of(value: Any, allowed: frozenset[str], where: str, shape: str, kust: Kustomization,
+                line: int) -> None:
+    """`value` must be a mapping of `allowed` keys only, as kustomize insists."""
+    if not isinstance(value, dict):
+        raise BuildError(f"{where} must be {shape}", path=kust.path, line=line)
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise BuildError(f"{where} has unknown field '{unknown[0]}' (kustomize rejects it)", path=kust.path,
+                         line=line)
+
+
 def _selector(value: Any, where: str, kust: Kustomization, line: int) -> Selector | None:
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise BuildError(f"{where}.target must be a mapping", path=kust.path, line=line)
-    unknown = sorted(set(value) - SELECTOR_KEYS)
-    if unknown:
-        raise BuildError(f"{where}.target has unknown field '{unknown[0]}' (kustomize rejects it)", path=kust.path,
-                         line=line)
+    _mapping_of(value, SELECTOR_KEYS, f"{where}.target", "a mapping", kust, line)
     fields = {str(k): str(v) for k, v in value.items() if v not in (None, "")}
     for key in ("group", "version", "kind", "name", "namespace"):
         if key in fields:
