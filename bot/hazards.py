@@ -28,6 +28,7 @@ from typing import Any
 from bot import yamlio
 from bot.config import Config
 from bot.errors import WaveBotError
+from bot.evalpaths import discover_overlays
 from bot.inventory import (
     PRUNE_DISABLED,
     PRUNE_KEY,
@@ -38,7 +39,6 @@ from bot.inventory import (
     WaveFile,
 )
 from bot.model import Finding
-from bot.overlays import discover_overlays
 from bot.tree import Tree
 
 PRUNE_SNIPPET = f"metadata:\n  annotations:\n    {PRUNE_KEY}: {PRUNE_DISABLED}\n"

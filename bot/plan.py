@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import hazards, overlays, render
+from bot import hazards, overlaycheck, overlayfix, render
 from bot.catalog import load_catalog
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -133,11 +133,11 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     changes = [*moves, *writes, *_deletes(tree, removed, config)]
     planned = PlannedTree(tree, changes)
     if fix_overlays:
-        changes += overlays.fix_overlays(planned, config, waves)
+        changes += overlayfix.fix_overlays(planned, config, waves)
         planned = PlannedTree(tree, changes)
-    findings += overlays.base_findings(planned, config, waves)
-    findings += overlays.new_deepest_wave_findings(planned, config, waves, deepest_before)
-    findings += overlays.decryption_findings(planned, config, waves, set(now.sops_waves()))
+    findings += overlaycheck.base_findings(planned, config, waves)
+    findings += overlaycheck.new_deepest_wave_findings(planned, config, waves, deepest_before)
+    findings += overlaycheck.decryption_findings(planned, config, waves, set(now.sops_waves()))
     return Plan(
         config=config,
         graph=graph,

@@ -1,4 +1,5 @@
-"""bot.overlays: every wave listed in the base and decrypted in every overlay, checked against real kustomize."""
+"""bot.overlaycheck, bot.overlayfix, bot.evalpaths: every wave listed in the base and decrypted in every
+overlay, checked against real kustomize."""
 from __future__ import annotations
 
 import difflib
@@ -13,16 +14,10 @@ import pytest
 from bot import render, yamlio
 from bot.config import Config
 from bot.errors import WaveBotError
+from bot.evalpaths import discover_overlays
 from bot.model import Change, Finding
-from bot.overlays import (
-    base_findings,
-    decryption_findings,
-    discover_overlays,
-    fix_overlays,
-    insert_item,
-    new_deepest_wave_findings,
-    substitute,
-)
+from bot.overlaycheck import base_findings, decryption_findings, new_deepest_wave_findings
+from bot.overlayfix import fix_overlays
 from bot.tree import PlannedTree
 from bot.worktree import FsTree
 
@@ -656,48 +651,12 @@ def test_fix_overlays_keeps_the_homelab_example_byte_for_byte(tmp_path: Path, ku
         assert kubectl_decrypted(kubectl, root, overlay) == {0, 1, 2, 3}
 
 
-# ---- inserting into YAML text --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("source", "after", "expected"), [
-    ("a: 1\nlist:\n- x\n- y\nb: 2\n", None, "a: 1\nlist:\n- x\n- y\n- new\nb: 2\n"),
-    ("list:\n  - x # c\n  # about y\n  - y\n", 0, "list:\n  - x # c\n  - new\n  # about y\n  - y\n"),
-    ("list:\n  -\n    k: v\n  - y\n", 0, "list:\n  -\n    k: v\n  - new\n  - y\n"),
-    ("list: []\nz: 1\n", None, "list:\n  - new\nz: 1\n"),
-    ("list:\nz: 1\n", None, "list:\n  - new\nz: 1\n"),
-    ("other:\n    - a\n", None, "other:\n    - a\nlist:\n    - new\n"),
-    ("x: 1", None, "x: 1\nlist:\n  - new\n"),
-    ("list:\n  - x\n\n  # more to come\nz: 1\n", None, "list:\n  - x\n\n  # more to come\n  - new\nz: 1\n"),
-    ("list:\n- x\n# about z\nz: 1\n", None, "list:\n- x\n- new\n# about z\nz: 1\n"),
-])
-def test_insert_item(source: str, after: int | None, expected: str) -> None:
-    assert insert_item(source.encode(), "f.yaml", "list", "- new\n", after).decode() == expected
-
-
 def test_a_flow_style_patches_list_still_gets_a_snippet(tmp_path: Path) -> None:
     root = make(tmp_path, {DEV: HEAD + "patches: [{path: cv.yaml}]\n", "clusters/dev/cv.yaml": CLUSTER_VARS})
     found = findings(root)
     assert [f.wave for f in found] == [0, 1, 2]
     assert str(found[0].fix).startswith("# clusters/dev/kustomization.yaml: add under patches:\n# SOPS decryption")
     assert fix_overlays(FsTree(str(root)), CFG, ALL) == []  # nothing it could verify
-
-
-def test_insert_item_refuses_a_flow_list() -> None:
-    with pytest.raises(WaveBotError, match=r"'patches' is a flow-style list \(\[...\]\); wave-bot adds only to "
-                                           r"block lists") as caught:
-        insert_item(b"patches: [{path: a.yaml}]\n", "k.yaml", "patches", "- path: b.yaml\n", None)
-    assert caught.value.hint == "add the snippet by hand"
-
-
-def test_insert_item_refuses_what_would_change_existing_content() -> None:
-    with pytest.raises(WaveBotError, match="cannot add to 'list' without changing what is already there"):
-        insert_item(b"list:\n  - |+\n    keep\n\n", "k.yaml", "list", "- new\n", None)
-
-
-def test_substitute_replaces_whole_names_once() -> None:
-    mapping = {"apps-wave-2": "apps-wave-3", "apps-wave-1": "apps-wave-2"}
-    assert substitute("apps-wave-2 apps-wave-1 apps-wave-20 xapps-wave-1 ./apps-wave-2-sops", mapping) == (
-        "apps-wave-3 apps-wave-2 apps-wave-20 xapps-wave-1 ./apps-wave-3-sops")
 
 
 def test_symlinked_overlay_is_not_followed(tmp_path: Path) -> None:

@@ -1,0 +1,247 @@
+"""The findings about the hand-maintained files around the waves: the base's entries, each overlay's
+SOPS decryption, and the edits a new deepest wave still needs.
+
+A wave missing from the base is never applied; a wave without decryption applies its `*.sops.yaml`
+files still encrypted and corrupts the Secrets they hold (design doc §5.2, §6.5). Both are checked
+on the overlays' kustomize output (`bot.kustomize.build`, never kustomize itself).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.config import Config
+from bot.decryption import ENCRYPTED, wave_objects, wave_of, wave_problem
+from bot.errors import WaveBotError
+from bot.evalpaths import WaveEntry, base_kustomization, built_waves, discover_overlays, wave_entries
+from bot.kustomize import Build, BuildError, Kustomization, Problem, Unsupported, build
+from bot.model import Finding
+from bot.overlayfix import (
+    Edit,
+    Work,
+    base_edits,
+    fix_texts,
+    generate_missing_crs,
+    ordered,
+    overlay_edits,
+    regex_item,
+    snippet,
+)
+from bot.render import FLUX_GROUP
+from bot.tree import Tree
+
+FIX_HINT = "run `wave-bot apply --fix-overlays`, or paste each `---` section of the fix into the file it names"
+
+
+def base_findings(tree: Tree, config: Config, waves: Sequence[int]) -> list[Finding]:
+    """missing-base-entry: the base does not list a wave's Flux Kustomization, so Flux never creates
+    it. stale-base-entry: the base lists an apps-wave-*.yaml that does not exist (no build works)."""
+    kust = base_kustomization(tree, config)
+    if kust is None:
+        return []
+    entries = wave_entries(tree, kust, config)
+    findings = [_stale_entry(kust, e, config) for e in entries if tree.kind(e.path) is None]
+    listed = {e.wave for e in entries}
+    built = built_waves(tree, config.base_dir, config, waves) or set()
+    missing = [n for n in waves if n not in listed and n not in built]
+    if missing:
+        work = Work(tree)
+        for n in missing:
+            edits = base_edits(work, config, [n], require_file=False)
+            findings.append(_missing_entry(kust, n, edits, config))
+    return findings
+
+
+def _stale_entry(kust: Kustomization, entry: WaveEntry, config: Config) -> Finding:
+    return Finding(
+        code="stale-base-entry",
+        severity="error",
+        message=(f"{kust.path} lists {entry.ref}, which does not exist: kustomize fails on it, so no overlay "
+                 f"built on {config.base_dir} applies at all"),
+        path=kust.path,
+        line=entry.line,
+        wave=entry.wave,
+        resource=config.wave_cr_name(entry.wave),
+        fix=f"delete the line `- {entry.ref}` from {entry.key}: in {kust.path}",
+    )
+
+
+def _missing_entry(kust: Kustomization, n: int, edits: list[Edit], config: Config) -> Finding:
+    name = config.wave_cr_name(n)
+    return Finding(
+        code="missing-base-entry",
+        severity="error",
+        message=(f"{kust.path} does not list {name}.yaml: Flux never creates the {name} Kustomization, so "
+                 f"nothing in {config.wave_dir(n)}/ is ever applied"),
+        path=kust.path,
+        wave=n,
+        resource=name,
+        fix=snippet(edits),
+    )
+
+# ---- overlays: findings ----------------------------------------------------------------------------
+
+
+def decryption_findings(
+    tree: Tree, config: Config, waves: Sequence[int], sops_waves: set[int]
+) -> list[Finding]:
+    """missing-decryption for each (overlay, wave) whose build lacks the SOPS decryption (an error
+    when the wave holds a SOPS file), stale-decryption-patch for a patch naming a removed wave that
+    breaks the build, and overlay-build-error / overlay-not-checked when the overlay cannot be read."""
+    findings: list[Finding] = []
+    # Judge each overlay as if the base listed every wave: a wave missing from the base is its own
+    # finding (missing-base-entry), and the overlay's decryption for it matters all the same.
+    work = Work(tree)
+    base_edits(work, config, waves, require_file=True)
+    tree = work.tree()
+    in_base = built_waves(tree, config.base_dir, config, waves)
+    for overlay in discover_overlays(tree, config):
+        try:
+            result = build(tree, overlay)
+        except Unsupported as exc:
+            findings.append(_not_checked(overlay, exc))
+            continue
+        except BuildError as exc:
+            findings.append(_build_error(overlay, exc))
+            continue
+        findings += [_problem_finding(overlay, p, config, waves) for p in result.problems]
+        findings += _wave_findings(tree, config, overlay, result, waves, sops_waves, in_base)
+    return findings
+
+
+def _wave_findings(
+    tree: Tree, config: Config, overlay: str, result: Build, waves: Sequence[int], sops_waves: set[int],
+    in_base: set[int] | None,
+) -> list[Finding]:
+    kfile = result.kustomizations[0]
+    wrong = {n: p for n in waves if (p := wave_problem(result, config, n)) is not None}
+    fixes = fix_texts(tree, config, overlay, list(wrong)) if wrong else {}
+    unverified = snippet([Edit(kfile, "patches", regex_item(config))])  # when no edit could be checked
+    findings = [_missing_decryption(overlay, kfile, n, why, n in sops_waves, fixes.get(n, unverified), config)
+                for n, why in wrong.items()]
+    for n in waves:
+        if not wave_objects(result, config, n) and (in_base is None or n in in_base):
+            findings.append(Finding(
+                code="wave-not-in-overlay",
+                severity="error",
+                message=(f"{overlay}: its build has no {config.wave_cr_name(n)} Kustomization although "
+                         f"{config.base_dir} has one, so wave {n} is never applied in this cluster"),
+                path=kfile,
+                wave=n,
+                overlay=overlay,
+                resource=config.wave_cr_name(n),
+            ))
+    return findings
+
+
+def _missing_decryption(
+    overlay: str, kfile: str, n: int, why: str, holds_sops: bool, fix: str | None, config: Config
+) -> Finding:
+    name = config.wave_cr_name(n)
+    if holds_sops:
+        consequence = f"wave {n} holds SOPS-encrypted files: {ENCRYPTED}"
+    else:
+        consequence = f"wave {n} holds no SOPS file yet, but once it does {ENCRYPTED}"
+    return Finding(
+        code="missing-decryption",
+        severity="error" if holds_sops else "warning",
+        message=f"{overlay}: {name} gets no SOPS decryption ({why}); {consequence}",
+        path=kfile,
+        wave=n,
+        overlay=overlay,
+        resource=name,
+        fix=fix,
+    )
+
+
+def _problem_finding(overlay: str, problem: Problem, config: Config, waves: Sequence[int]) -> Finding:
+    patch, missing = problem.patch, problem.missing
+    wave = wave_of(missing.name, config) if missing is not None and missing.group == FLUX_GROUP else None
+    if missing is not None and wave is not None and wave not in waves and patch.touches_decryption:
+        also = f", and delete {patch.path}" if patch.path else ""
+        return Finding(
+            code="stale-decryption-patch",
+            severity="error",
+            message=(f"{overlay}: {patch.file} {patch.where} gives decryption to {missing.name}, but wave {wave} "
+                     f"no longer exists; kustomize fails on a patch without a target that names a missing "
+                     f"object, so Flux applies nothing from {overlay}"),
+            path=patch.file,
+            line=patch.line,
+            wave=wave,
+            overlay=overlay,
+            resource=missing.name,
+            fix=f"delete {patch.where} (line {patch.line}) from {patch.file}{also}",
+        )
+    return Finding(
+        code="overlay-build-error",
+        severity="error",
+        message=f"{overlay}: kustomize cannot build it: {patch.file} {patch.where}: {problem.message}",
+        path=patch.file,
+        line=patch.line,
+        wave=wave,
+        overlay=overlay,
+    )
+
+
+def _not_checked(overlay: str, exc: WaveBotError) -> Finding:
+    where = f"{exc.location()}: " if exc.path else ""
+    return Finding(
+        code="overlay-not-checked",
+        severity="warning",
+        message=f"{overlay}: wave-bot cannot check its SOPS decryption: {where}{exc.message}",
+        path=exc.path,
+        line=exc.line,
+        overlay=overlay,
+        fix=f"kubectl kustomize {overlay}  # then check every wave's Flux Kustomization has spec.decryption",
+    )
+
+
+def _build_error(overlay: str, exc: WaveBotError) -> Finding:
+    where = f"{exc.location()}: " if exc.path else ""
+    return Finding(
+        code="overlay-build-error",
+        severity="error",
+        message=f"{overlay}: kustomize cannot build it, so Flux applies nothing from it: {where}{exc.message}",
+        path=exc.path,
+        line=exc.line,
+        overlay=overlay,
+        fix=exc.hint,
+    )
+
+
+# ---- the new deepest wave ---------------------------------------------------------------------------
+
+
+def new_deepest_wave_findings(
+    tree: Tree, config: Config, waves: Sequence[int], deepest_before: int | None
+) -> list[Finding]:
+    """new-deepest-wave when the layout grows a deeper wave than `deepest_before` (None: there were no
+    waves) and the hand-maintained files still need their edits: the base entry, and decryption in
+    each overlay. The fix holds every edit as ready-to-paste YAML; once they are in, it goes away."""
+    if not waves or max(waves) <= (-1 if deepest_before is None else deepest_before):
+        return []
+    new = [n for n in waves if deepest_before is None or n > deepest_before]
+    work = Work(tree)
+    generate_missing_crs(work, config, new)
+    edits = base_edits(work, config, new, require_file=False)
+    for overlay in ordered(work.tree(), discover_overlays(tree, config)):
+        for fixed in overlay_edits(work, config, overlay, new).values():
+            edits += [e for e in fixed if e not in edits]
+    if not edits:
+        return []
+    deepest = max(waves)
+    places = sorted({e.path if e.key is not None else f"new file {e.path}" for e in edits})
+    return [Finding(
+        code="new-deepest-wave",
+        severity="warning",
+        message=(f"wave {deepest} is a new deepest wave: {config.wave_cr_name(deepest)} must be listed in the base "
+                 f"and get SOPS decryption in every overlay; {len(edits)} edit(s) are still needed in: "
+                 f"{', '.join(places)}; {FIX_HINT}"),
+        wave=deepest,
+        resource=config.wave_cr_name(deepest),
+        fix=snippet(edits),
+    )]
+
+
+
+
+__all__ = ["FIX_HINT", "base_findings", "decryption_findings", "new_deepest_wave_findings"]
