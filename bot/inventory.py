@@ -35,6 +35,7 @@ from bot.model import Finding
 from bot.naming import is_yaml_name
 from bot.placement import KUSTOMIZATION
 from bot.render import FLUX_GROUP
+from bot.resid import ResourceId
 from bot.tree import Tree, refuse_link
 
 PRUNE_KEY = f"{FLUX_GROUP}/prune"
@@ -66,26 +67,6 @@ def _capture(path: yamlio.Path) -> bool:
     if path and path[0] == "items":  # the items of a List: ("items", i, *one of the paths above)
         return 3 <= len(path) <= 5 and path[2:] in _OBJECT_PATHS
     return len(path) <= 3 and path in _OBJECT_PATHS
-
-
-@dataclass(frozen=True, order=True)
-class ResourceId:
-    """A Kubernetes object's identity as Flux sees it: group, kind, namespace, name (not version)."""
-
-    group: str
-    kind: str
-    namespace: str
-    name: str
-
-    @classmethod
-    def of(cls, api_version: str, kind: str, namespace: str, name: str) -> ResourceId:
-        """`apps/v1` -> group `apps`; `v1` -> the core group ``."""
-        return cls(api_version.rpartition("/")[0], kind, namespace, name)
-
-    def __str__(self) -> str:
-        kind = f"{self.group}/{self.kind}" if self.group else self.kind
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{kind} {where}"
 
 
 @dataclass(frozen=True, order=True)

@@ -32,6 +32,7 @@ from bot import yamlio
 from bot.errors import WaveBotError
 from bot.naming import shown
 from bot.patching import PatchFailed, apply_json_patch, merge_patch
+from bot.resid import ResourceId
 from bot.tree import Tree
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -88,40 +89,8 @@ class Unsupported(WaveBotError):
 # ---- identities and selectors -----------------------------------------------------------------
 
 
-@dataclass(frozen=True, order=True)
-class ResId:
-    """What kustomize identifies an object by: group, version, kind, namespace, name."""
-
-    group: str
-    version: str
-    kind: str
-    namespace: str
-    name: str
-
-    @classmethod
-    def of(cls, doc: Mapping[str, Any]) -> ResId:
-        group, _, version = str(doc.get("apiVersion") or "").rpartition("/")
-        metadata: Mapping[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
-        return cls(group, version, str(doc.get("kind") or ""), str(metadata.get("namespace") or ""),
-                   str(metadata.get("name") or ""))
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def effective_namespace(self) -> str:
-        return self.namespace or "default"  # kustomize: no namespace means `default`
-
-    def same(self, other: ResId) -> bool:
-        """kustomize's ResId.Equals: exact group, version, kind and name; namespaces alike."""
-        return (self.group, self.version, self.kind, self.name) == (
-            other.group, other.version, other.kind, other.name
-        ) and self.effective_namespace == other.effective_namespace
-
-    def __str__(self) -> str:
-        where = f"{self.namespace}/" if self.namespace else ""
-        return f"{self.kind} {where}{self.name} ({self.api_version})"
+ResId = ResourceId
+"""The same identity under the name kustomize gives it (one record for one concept)."""
 
 
 @dataclass(frozen=True)
@@ -469,8 +438,8 @@ class _Res:
         return self.ids[-1]
 
     def note_id(self) -> None:
-        new = ResId.of(self.value)
-        if new != self.ids[-1]:
+        new = ResId.of_object(self.value)
+        if not new.identical(self.ids[-1]):
             self.ids.append(new)
 
 
@@ -534,7 +503,7 @@ class _Builder:
     def _add(acc: list[_Res], new: list[_Res], kust: Kustomization, line: int) -> None:
         for res in new:
             if any(res.id.same(other.id) for other in acc):
-                raise BuildError(f"{res.id} is added twice (kustomize: may not add resource with an already "
+                raise BuildError(f"{res.id.full} is added twice (kustomize: may not add resource with an already "
                                  "registered id)", path=kust.path, line=line)
             acc.append(res)
 
@@ -654,11 +623,11 @@ class _Builder:
         applied: list[ResId] = []
         failed: list[tuple[str, ResId]] = []
         for doc in use.documents:
-            wanted = ResId.of(doc)
+            wanted = ResId.of_object(doc)
             matches = [r for r in acc if any(wanted.same(i) for i in r.ids)]
             if len(matches) != 1:
                 why = "no object in the build matches" if not matches else "several objects match"
-                failed.append((f"{why} the strategic-merge patch for {wanted}", wanted))
+                failed.append((f"{why} the strategic-merge patch for {wanted.full}", wanted))
                 continue
             applied.append(matches[0].id)
             _merge_into(acc, matches[0], doc)
@@ -687,7 +656,7 @@ class _Builder:
             try:
                 res.value = apply_json_patch(res.value, ops)
             except PatchFailed as exc:
-                errors.append(f"JSON6902 patch on {res.id} fails: {exc}")
+                errors.append(f"JSON6902 patch on {res.id.full} fails: {exc}")
                 continue
             applied.append(res.id)
             res.note_id()
@@ -753,7 +722,7 @@ def _objects(doc: yamlio.Document, path: str) -> list[_Res]:
             raise BuildError("a resource needs kind and metadata.name (kustomize refuses it otherwise)", path=path,
                              line=doc.info.start_line)
         item = copy.deepcopy(item)
-        out.append(_Res(item, [ResId.of(item)], path))
+        out.append(_Res(item, [ResId.of_object(item)], path))
     return out
 
 

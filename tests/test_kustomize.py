@@ -312,7 +312,7 @@ def test_a_failing_patch_is_skipped_and_the_rest_still_evaluated(tmp_path: Path)
         "patches:\n" + inline(smp("apps-wave-7", DEC)) + inline(smp("apps-wave-1", DEC)))})
     result = build(FsTree(str(tmp_path)), "clusters/o")
     (problem,) = result.problems
-    assert problem.missing == ResId("kustomize.toolkit.fluxcd.io", "v1", "Kustomization", "flux-system", "apps-wave-7")
+    assert problem.missing == ResId("kustomize.toolkit.fluxcd.io", "Kustomization", "flux-system", "apps-wave-7", "v1")
     assert problem.patch.where == "patches[0]" and problem.patch.line == 3
     (obj,) = result.find("Kustomization", "kustomize.toolkit.fluxcd.io", "apps-wave-1")
     assert obj.value["spec"]["decryption"] == {"provider": "sops", "secretRef": {"name": "sops-age"}}
@@ -440,13 +440,13 @@ def test_unreadable_label_selector_is_unsupported() -> None:
 
 
 def test_selector_regexes_are_anchored_and_match_original_names() -> None:
-    moved = [ResId("", "v1", "ConfigMap", "flux-system", "cfg"), ResId("", "v1", "ConfigMap", "other", "cfg")]
+    moved = [ResId("", "ConfigMap", "flux-system", "cfg", "v1"), ResId("", "ConfigMap", "other", "cfg", "v1")]
     assert Selector({"name": "cf"}).matches({}, moved) is False
     assert Selector({"name": "c.g", "namespace": "flux-system"}).matches({}, moved) is True
-    assert Selector({"namespace": "default"}).matches({}, [ResId("", "v1", "ConfigMap", "", "x")]) is True
+    assert Selector({"namespace": "default"}).matches({}, [ResId("", "ConfigMap", "", "x", "v1")]) is True
 
 
 def test_res_id_treats_no_namespace_as_default() -> None:
-    a = ResId("g", "v1", "K", "", "x")
-    assert a.same(ResId("g", "v1", "K", "default", "x")) and not a.same(ResId("g", "v1", "K", "flux-system", "x"))
-    assert str(a) == "K x (g/v1)" and str(ResId("", "v1", "ConfigMap", "ns", "c")) == "ConfigMap ns/c (v1)"
+    a = ResId("g", "K", "", "x", "v1")
+    assert a.same(ResId("g", "K", "default", "x", "v1")) and not a.same(ResId("g", "K", "flux-system", "x", "v1"))
+    assert a.full == "K x (g/v1)" and ResId("", "ConfigMap", "ns", "c", "v1").full == "ConfigMap ns/c (v1)"
