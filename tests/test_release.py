@@ -8,6 +8,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ruamel.yaml import YAML
+
 import bot
 
 from conftest import EXAMPLE, PROJECT, git, installed_tool
@@ -85,3 +87,47 @@ def test_the_readme_pre_commit_config_runs_the_hook_from_the_release_tag(tmp_pat
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "move    apps/radarr.yaml -> apps/wave-1/radarr.yaml" in failed.stdout
     assert "the wave layout is out of date; run `wave-bot apply`" in failed.stdout
+
+
+# ---- the release workflow and the image it pins ----------------------------------------------------------
+
+RELEASE = PROJECT / ".github" / "workflows" / "release.yml"
+
+
+def test_main_builds_the_dockerfile_and_a_release_commit_runs_the_published_image(tmp_path: Path) -> None:
+    action_yml = (PROJECT / "action.yml").read_text()
+    assert "\n  image: Dockerfile\n" in action_yml  # runnable before any image exists, and from any branch
+    pinned = tmp_path / "action.yml"
+    pinned.write_text(action_yml)
+    result = subprocess.run([str(PROJECT / ".ci" / "pin-image"), f"ghcr.io/acme/flux-wave-bot:{VERSION}", str(pinned)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert pinned.read_text() == action_yml.replace("\n  image: Dockerfile\n",
+                                                    f"\n  image: docker://ghcr.io/acme/flux-wave-bot:{VERSION}\n")
+    schema = subprocess.run([str(installed_tool("check-jsonschema")), "--builtin-schema", "vendor.github-actions",
+                             str(pinned)], capture_output=True, text=True)
+    assert schema.returncode == 0, schema.stdout
+
+
+def test_pin_image_refuses_what_a_runner_could_not_pull(tmp_path: Path) -> None:
+    pinned = tmp_path / "action.yml"
+    pinned.write_text((PROJECT / "action.yml").read_text())
+    for reference in ["ghcr.io/Acme/flux-wave-bot:0.1.0", "flux-wave-bot", "ghcr.io/acme/flux-wave-bot:", "x y:1"]:
+        result = subprocess.run([str(PROJECT / ".ci" / "pin-image"), reference, str(pinned)],
+                                capture_output=True, text=True)
+        assert result.returncode != 0 and "not a lower-case registry/name:tag" in result.stderr, reference
+    assert pinned.read_text() == (PROJECT / "action.yml").read_text()
+
+
+def test_the_release_workflow_publishes_both_architectures_with_attestations_and_pins_them() -> None:
+    workflow = YAML(typ="safe", pure=True).load(RELEASE.read_text())
+    assert workflow["on"] == {"push": {"tags": ["v[0-9]+.[0-9]+.[0-9]+"]}}
+    (build,) = [s for s in workflow["jobs"]["image"]["steps"] if str(s.get("uses", "")).startswith("docker/build-push")]
+    options = build["with"]
+    assert options["platforms"] == "linux/amd64,linux/arm64" and options["push"] is True
+    assert options["provenance"] == "mode=max" and options["sbom"] is True
+    assert options["tags"].splitlines() == ["${{ needs.check.outputs.image }}:${{ needs.check.outputs.version }}",
+                                       "${{ needs.check.outputs.image }}:${{ needs.check.outputs.major }}"]
+    pin_script = "\n".join(s.get("run", "") for s in workflow["jobs"]["pin"]["steps"])
+    assert '.ci/pin-image "$IMAGE:$VERSION" action.yml' in pin_script
+    assert workflow["jobs"]["pin"]["needs"] == ["check", "image"]  # never pin an image that was not pushed
