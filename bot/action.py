@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from bot.forge import Forge
     from bot.git import Identity, Workspace
     from bot.plan import Plan
+    from bot.worktree import OwnerKeeper
 
 MARKER = "<!-- flux-wave-bot:report -->"
 ATTEMPTS = 3
@@ -321,13 +322,39 @@ def run(env: Mapping[str, str], out: TextIO = sys.stdout,
         forge = make_forge(event.platform, api_url=event.api_url, repository=event.repository, token=inputs.token)
     workspace = Workspace(event.workspace, auth_env(event.server_url, inputs.token), inputs.token)
     runner = Runner(event, inputs, workspace, log, forge)
+    keeper = _owner_keeper(event.workspace, log)
     try:
         outcome = runner.pull_request() if event.pull is not None else runner.dispatch()
     except WaveBotError as exc:
         if exc.exit_code == INPUT_ERROR:  # the PR's content is wrong: tell its author where it sees it
             _report_input_error(runner, exc)
         raise
+    finally:
+        if keeper is not None:
+            _give_back(keeper, log)
     return _finish(runner, outcome)
+
+
+def _owner_keeper(workspace: str, log: Log) -> OwnerKeeper | None:
+    from bot.worktree import OwnerKeeper
+
+    try:
+        return OwnerKeeper(workspace)
+    except OSError as exc:
+        log.info(f"cannot read the workspace's owner, so new files stay the container user's: {exc}")
+        return None
+
+
+def _give_back(keeper: OwnerKeeper, log: Log) -> None:
+    """Leave the workspace usable by the job's later steps, which run as the workspace's owner."""
+    try:
+        count = keeper.give_back()
+    except OSError as exc:
+        log.info(f"could not give the workspace's new files back to its owner: {exc}")
+        return
+    if count and keeper.owner is not None:
+        uid, gid = keeper.owner
+        log.info(f"gave {count} new or rewritten workspace entries back to the workspace's owner {uid}:{gid}")
 
 
 def _report_input_error(runner: Runner, exc: WaveBotError) -> None:

@@ -5,7 +5,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from bot.errors import WaveBotError
 from bot.model import Change
@@ -224,3 +224,49 @@ def apply_changes(root: str, changes: Sequence[Change], git_move: GitMove | None
             raise
         detail = f"; restoring also failed: {'; '.join(problems)}" if problems else "; the work tree was restored"
         raise WaveBotError(f"applying the plan failed: {exc}{detail}", path=root, exit_code=1) from exc
+
+
+
+class OwnerKeeper:
+    """Gives what this process creates under `root` to the owner of `root` (see `give_back`).
+
+    A container action runs as root in a workspace the runner's user owns (uid 1001 on GitHub's
+    hosted runners); the index, config, refs and objects git rewrites and the files `apply` writes
+    would otherwise be root's, and a later step of the same job could not `git commit`.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.owner: tuple[int, int] | None = None
+        self.before: dict[str, int] = {}
+        if not hasattr(os, "geteuid") or os.geteuid() != 0:
+            return  # only root can give files away
+        info = os.lstat(root)
+        if info.st_uid != 0:
+            self.owner = (info.st_uid, info.st_gid)
+            # What root already owned is not this run's to give away (an earlier step's files).
+            self.before = dict(self._mine())
+
+    def _mine(self) -> Iterator[tuple[str, int]]:
+        """(path, inode) of every entry under root owned by root, never following a link."""
+        for directory, dirs, files in os.walk(self.root):
+            for name in [*dirs, *files]:
+                path = os.path.join(directory, name)
+                info = os.lstat(path)
+                if info.st_uid == 0:
+                    yield path, info.st_ino
+
+    def give_back(self) -> int:
+        """Chown every root-owned entry that was not there (as the same inode) before; their count.
+
+        git and `apply` replace files by renaming a new one over them, so a rewritten file is a new
+        inode; a file someone else owns, or one root owned and nobody touched, keeps its owner.
+        """
+        if self.owner is None:
+            return 0
+        count = 0
+        for path, inode in list(self._mine()):
+            if self.before.get(path) != inode:
+                os.chown(path, *self.owner, follow_symlinks=False)
+                count += 1
+        return count
