@@ -12,6 +12,7 @@ from typing import IO, Literal
 
 from bot.errors import RUN_ERROR, WaveBotError
 from bot.tree import Entry, Kind, refuse_link
+from bot.worktree import real_path
 from bot.yamlio import MAX_FILE_BYTES
 
 LINK_MODE = 0o120000
@@ -300,7 +301,7 @@ class Workspace:
         # refuses the repository ("dubious ownership"). Command-scope config, not ~/.gitconfig.
         count = int(config.get("GIT_CONFIG_COUNT", "0"))
         config[f"GIT_CONFIG_KEY_{count}"] = "safe.directory"
-        config[f"GIT_CONFIG_VALUE_{count}"] = os.path.realpath(path)
+        config[f"GIT_CONFIG_VALUE_{count}"] = real_path(path)
         # Never run hooks from the repository being read.
         config[f"GIT_CONFIG_KEY_{count + 1}"], config[f"GIT_CONFIG_VALUE_{count + 1}"] = "core.hooksPath", os.devnull
         config["GIT_CONFIG_COUNT"] = str(count + 2)

@@ -30,6 +30,8 @@ class FsTree:
     """The work tree under `root`, read without ever following a symbolic link."""
 
     def __init__(self, root: str) -> None:
+        if not os.path.isdir(root):
+            raise WaveBotError("is not a directory", path=root, hint="pass the root of a GitOps repository")
         self.root = os.path.realpath(root)
         self._checked_dirs: set[str] = {""}
 
@@ -86,6 +88,11 @@ class FsTree:
                 raise WaveBotError("is not a regular file", path=path)
             # One byte over the cap is enough for yamlio to report the size; never slurp a huge file.
             return handle.read(MAX_FILE_BYTES + 1)
+
+
+def real_path(path: str) -> str:
+    """`path` with every symbolic link resolved (what git compares `safe.directory` with)."""
+    return os.path.realpath(path)
 
 
 def read_user_file(path: str) -> bytes:

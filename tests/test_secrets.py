@@ -26,8 +26,8 @@ import pytest
 import responses
 
 import bot.forge.github  # noqa: F401 - PyGithub pins its logger to INFO on import: import before raising it
-from bot import action
-from bot.errors import WaveBotError
+from bot import workflow_commands
+from bot.errors import RUN_ERROR, WaveBotError
 
 from actionkit import BRANCH, NEW_SERVICE, action_env, push_pr_branch, run_action
 from conftest import write_files
@@ -479,7 +479,7 @@ def test_a_forge_401_raises_an_error_without_the_token(
     with pytest.raises(WaveBotError) as caught:
         scenario.run(scenario.env(workspace))
     error = caught.value
-    assert error.exit_code == 1 and "HTTP 401" in str(error) and "token is invalid or expired" in str(error)
+    assert error.exit_code == RUN_ERROR and "HTTP 401" in str(error) and "token is invalid or expired" in str(error)
     answered = [c.response for c in scenario.rsps.calls if c.response is not None and c.response.status_code == 401]
     assert answered
     if scenario.platform == "gitea" or how != "wrong-token":  # GitHub's own 401 says "Bad credentials"
@@ -487,7 +487,7 @@ def test_a_forge_401_raises_an_error_without_the_token(
     if how == "create":
         assert scenario.origin_tip() != scenario.head_sha  # the push happened before the comment failed
     assert_clean(exception_evidence(error))
-    assert_clean([("the error annotation", action.error_annotation(error))])
+    assert_clean([("the error annotation", workflow_commands.error_annotation(error))])
     assert_clean(scenario.everything(verbose_logging, capfd.readouterr()))
 
 
