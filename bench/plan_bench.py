@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
-"""Benchmark: `plan` on a synthetic repository against a bare parse of the same YAML files.
+"""Benchmark: `apply`, `plan` and `plan --base` at scale, against a bare parse of the same YAML files.
 
-Generates a repository of N services (each with a ServiceDefinition, an app manifest, and for a
-third of them a SOPS-encrypted Secret), lays it out with `apply`, then times `plan` (the steady
-state the PR bot meets) next to the time ruamel's C loader needs merely to read and parse the very
-same YAML files in this process. Also times `wave-bot --help` start-up.
+Generates a git repository of N services in the pre-split layout (each with a ServiceDefinition, an
+app manifest, and for a third of them a SOPS-encrypted Secret), then, in one run per size:
 
-Targets: plan <= 1.5x the parse time at 10,000 services, growing linearly; --help <= 0.3 s.
+- times `apply` of the cutover (every app file moves into its wave) and commits the result;
+- times `plan` on the result (the steady state the PR bot meets) and `plan --base HEAD` (what every
+  bot run does);
+- times a bare parse of the very same YAML files with PyYAML's and ruamel's libyaml loaders;
+- measures the peak memory of a `wave-bot plan` process;
+- counts the forge API requests of two bot runs on one pull request (the first pushes and
+  comments; the second finds nothing to change and must write nothing).
 
-    python bench/plan_bench.py [--services 10000] [--steps 4] [--repeat 3]
+Targets (issue 12): apply <= 2x plan and linear (largest vs smallest size <= 1.1x the size ratio);
+plan --base <= 1.3x plan; plan <= 1.5x the PyYAML parse, memory per service flat; API requests per
+run <= 3 plus comment pages, no write when nothing changed; `wave-bot --help` <= 0.3 s.
+
+    python bench/plan_bench.py                      # 1,000 / 4,000 / 10,000 services
+    python bench/plan_bench.py --quick              # 200 / 800, to iterate
+    python bench/plan_bench.py --sizes 2000,4000 --repeat 1
 """
 from __future__ import annotations
 
@@ -20,10 +30,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import yaml  # noqa: E402  (PyYAML: the bare libyaml floor)
 from ruamel.yaml.cyaml import CSafeLoader  # noqa: E402
 
 from bot.cli import main as cli_main  # noqa: E402
@@ -123,7 +135,27 @@ def generate(root: Path, count: int, seed: int = 7) -> list[Path]:
     return yaml_files
 
 
-def parse_all(paths: list[Path]) -> None:
+def git_env() -> dict[str, str]:
+    """A git environment free of the caller's repository, identity, hooks and config."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    return env | {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+                  "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+                  "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def run_git(cwd: Path | str, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, env=git_env(), capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"git {' '.join(args)} failed: {done.stderr}")
+    return done.stdout
+
+
+def commit_all(root: Path, message: str) -> None:
+    run_git(root, "add", "--all")
+    run_git(root, "commit", "--quiet", "--no-verify", "-m", message)
+
+
+def parse_ruamel(paths: list[Path]) -> None:
     for path in paths:
         loader = CSafeLoader(path.read_bytes())
         try:
@@ -133,13 +165,20 @@ def parse_all(paths: list[Path]) -> None:
             loader.dispose()
 
 
+def parse_pyyaml(paths: list[Path]) -> None:
+    for path in paths:
+        for _ in yaml.load_all(path.read_bytes(), Loader=yaml.CSafeLoader):
+            pass
+
+
+def timed(func: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
 def best_of(repeat: int, func: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return min(timed(func) for _ in range(repeat))
 
 
 def quiet_cli(*args: str) -> int:
@@ -151,15 +190,126 @@ def quiet_cli(*args: str) -> int:
             sys.stdout = saved
 
 
-def measure(count: int, repeat: int) -> tuple[float, float, int]:
+def peak_rss_mib(*args: str) -> float:
+    """Peak resident memory of `python -m bot ARGS` in its own process (MiB)."""
+    proc = subprocess.Popen([sys.executable, "-m", "bot", *args], stdout=subprocess.DEVNULL,
+                            cwd=Path(__file__).resolve().parent.parent, env=git_env())
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"wave-bot {' '.join(args)} exited {proc.returncode}")
+    return usage.ru_maxrss / 1024  # Linux reports KiB
+
+
+@dataclass(frozen=True)
+class Figures:
+    services: int
+    files: int
+    apply: float
+    plan: float
+    plan_base: float
+    ruamel: float
+    pyyaml: float
+    peak_mib: float
+    renames: int
+
+
+def layout(root: Path, count: int) -> None:
+    """The synthetic repository of `count` services, committed in the pre-split layout."""
+    generate(root, count)
+    run_git(root, "init", "--quiet", "--initial-branch=main")
+    commit_all(root, "the pre-split layout")
+
+
+def idle_plan_mib() -> float:
+    """What a `plan` process holds before any service: the interpreter and the imported modules."""
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        generate(root, count)
-        assert quiet_cli("apply", tmp) == 0
-        yaml_files = [p for p in root.rglob("*.yaml") if p.name != "kustomization.yaml" and "clusters" not in p.parts]
-        parse = best_of(repeat, lambda: parse_all(yaml_files))
-        plan = best_of(repeat, lambda: quiet_cli("plan", tmp))
-        return plan, parse, len(yaml_files)
+        root = Path(tmp) / "repo"
+        layout(root, 1)
+        assert quiet_cli("apply", str(root)) == 0
+        commit_all(root, "the cutover")
+        return peak_rss_mib("plan", "--base", "HEAD", str(root))
+
+
+def measure(count: int, repeat: int, idle_mib: float) -> Figures:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "repo"
+        layout(root, count)
+        # The cutover: every app file moves. Destructive, so timed once.
+        start = time.perf_counter()
+        code = quiet_cli("apply", str(root))
+        apply = time.perf_counter() - start
+        assert code == 0, f"apply exited {code}"
+        run_git(root, "add", "--all")
+        status = run_git(root, "diff", "--cached", "--find-renames", "--name-status", "-z").split("\0")
+        renames = sum(1 for field in status if field.startswith("R100"))
+        run_git(root, "commit", "--quiet", "--no-verify", "-m", "the cutover")
+        yaml_files = [p for p in root.rglob("*.yaml")
+                      if p.name != "kustomization.yaml" and "clusters" not in p.parts and ".git" not in p.parts]
+        ruamel = best_of(repeat, lambda: parse_ruamel(yaml_files))
+        pyyaml = best_of(repeat, lambda: parse_pyyaml(yaml_files))
+        plan = best_of(repeat, lambda: quiet_cli("plan", str(root)))
+        plan_base = best_of(repeat, lambda: quiet_cli("plan", "--base", "HEAD", str(root)))
+        peak = peak_rss_mib("plan", "--base", "HEAD", str(root))
+        return Figures(count, len(yaml_files), apply, plan, plan_base, ruamel, pyyaml, peak - idle_mib, renames)
+
+
+# ---- the bot's API requests ------------------------------------------------------------------------
+
+
+def api_requests(platform: str) -> tuple[list[str], list[str]]:
+    """The requests of two bot runs on one PR, against the tests' fake of `platform`'s REST API."""
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    sys.path.insert(0, str(tests))
+    import responses
+
+    from actionkit import action_env, push_pr_branch, run_action  # type: ignore[import-not-found]
+    from fakes import SERVERS, TOKEN  # type: ignore[import-not-found]
+
+    def git(cwd: Path | str, *args: str) -> str:
+        return run_git(cwd, *args)
+
+    runs = []
+    saved_env = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(git_env())  # the action's git runs in this process
+    try:
+        with tempfile.TemporaryDirectory() as tmp, responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+            base = Path(tmp)
+            work, origin = base / "work", base / "origin.git"
+            generate(work, 30)
+            git(work, "init", "--quiet", "--initial-branch=main")
+            assert quiet_cli("apply", str(work)) == 0
+            commit_all(work, "the layout")
+            git(base, "clone", "--quiet", "--bare", str(work), str(origin))
+            git(work, "remote", "add", "origin", str(origin))
+            git(work, "fetch", "--quiet", "origin")
+            server = SERVERS[platform](rsps)
+            pull = server.pulls[7]
+            new = {"catalog/svc-new.yaml": SERVICE_NEW, "apps/svc-new.yaml": APP.format(name="svc-new")}
+            _, head = push_pr_branch(work, pull, new, "onboard svc-new", git)
+            for name in ("first", "second"):
+                workspace = base / name
+                git(base, "clone", "--quiet", str(origin), str(workspace))
+                git(workspace, "checkout", "--quiet", "--detach", head)
+                seen = len(rsps.calls)
+                env = action_env(platform, pull, base, workspace, api_url=server.api, token=TOKEN)
+                code, log = run_action(env)
+                assert code == 0, log
+                runs.append(server.requests()[seen:])
+                head = git(origin, "rev-parse", pull["head"]["ref"]).strip()
+                pull["head"]["sha"] = head
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return runs[0], runs[1]
+
+
+SERVICE_NEW = ("apiVersion: catalog.example.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: svc-new\n"
+               "spec:\n  dependencies:\n    - to: svc-00001\n")
+
+
+# ---- the report ------------------------------------------------------------------------------------
 
 
 def help_startup(repeat: int) -> float:
@@ -168,18 +318,60 @@ def help_startup(repeat: int) -> float:
     return best_of(repeat, lambda: subprocess.run(cmd, check=True, capture_output=True))
 
 
+def verdict(ok: bool) -> str:
+    return "holds" if ok else "FAILS"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--services", type=int, default=10_000)
-    parser.add_argument("--steps", type=int, default=4, help="sizes measured: N/steps, 2N/steps, ..., N")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the best is kept)")
+    parser.add_argument("--sizes", default="1000,4000,10000", help="services per repository, comma-separated")
+    parser.add_argument("--quick", action="store_true", help="small sizes (200,800) and one run each, to iterate")
+    parser.add_argument("--repeat", type=int, default=2, help="runs per plan/parse figure (the best is kept)")
+    parser.add_argument("--no-api", action="store_true", help="skip counting the bot's API requests")
     args = parser.parse_args()
+    sizes = [200, 800] if args.quick else [int(s) for s in args.sizes.split(",")]
+    repeat = 1 if args.quick else args.repeat
+    idle = idle_plan_mib()
 
-    print(f"{'services':>8} {'yaml files':>10} {'plan s':>8} {'parse s':>8} {'plan/parse':>10} {'plan ms/svc':>11}")
-    for step in range(1, args.steps + 1):
-        count = args.services * step // args.steps
-        plan, parse, files = measure(count, args.repeat)
-        print(f"{count:>8} {files:>10} {plan:>8.2f} {parse:>8.2f} {plan / parse:>10.2f} {1000 * plan / count:>11.3f}")
+    print(f"{'services':>8} {'files':>6} {'apply s':>8} {'plan s':>7} {'base s':>7} {'pyyaml s':>8} "
+          f"{'ruamel s':>8} {'apply/plan':>10} {'base/plan':>9} {'plan/pyyaml':>11} {'plan/ruamel':>11} "
+          f"{'peak MiB':>8} {'KiB/svc':>7} {'renames':>7}", flush=True)
+    rows = []
+    for count in sizes:
+        f = measure(count, repeat, idle)
+        rows.append(f)
+        print(f"{f.services:>8} {f.files:>6} {f.apply:>8.2f} {f.plan:>7.2f} {f.plan_base:>7.2f} {f.pyyaml:>8.2f} "
+              f"{f.ruamel:>8.2f} {f.apply / f.plan:>10.2f} {f.plan_base / f.plan:>9.2f} {f.plan / f.pyyaml:>11.2f} "
+              f"{f.plan / f.ruamel:>11.2f} {f.peak_mib:>8.1f} {1024 * f.peak_mib / f.services:>7.1f} "
+              f"{f.renames:>7}", flush=True)
+    print(f"(peak MiB: a `wave-bot plan --base HEAD` process less one on a one-service repository, {idle:.1f} MiB)")
+
+    first, last = rows[0], rows[-1]
+    size_ratio = last.services / first.services
+    growth = last.apply / first.apply
+    print("\ntargets (issue 12):")
+    print(f"  apply <= 2x plan: {max(f.apply / f.plan for f in rows):.2f}x at worst "
+          f"-> {verdict(all(f.apply <= 2 * f.plan for f in rows))}")
+    if len(rows) > 1:
+        print(f"  apply linear: {last.services} vs {first.services} services ({size_ratio:.0f}x) takes {growth:.1f}x "
+              f"(target <= {1.1 * size_ratio:.1f}x) -> {verdict(growth <= 1.1 * size_ratio)}")
+    print(f"  plan --base <= 1.3x plan: {max(f.plan_base / f.plan for f in rows):.2f}x at worst "
+          f"-> {verdict(all(f.plan_base <= 1.3 * f.plan for f in rows))}")
+    print(f"  plan <= 1.5x a bare PyYAML CSafeLoader parse: {max(f.plan / f.pyyaml for f in rows):.2f}x at worst "
+          f"-> {verdict(all(f.plan <= 1.5 * f.pyyaml for f in rows))}")
+    per_service = [f.peak_mib / f.services for f in rows]
+    flat = max(per_service) <= 1.5 * min(per_service) or len(rows) == 1
+    print(f"  memory per service flat: {', '.join(f'{1024 * m:.1f}' for m in per_service)} KiB "
+          f"-> {verdict(flat)}")
+    if not args.no_api:
+        for platform in ("github", "gitea"):
+            first_run, second_run = api_requests(platform)
+            pages = sum(1 for r in first_run if r.startswith("GET ") and r.endswith("/comments"))
+            writes = [r for r in second_run if not r.startswith("GET ")]
+            ok = len(first_run) <= 3 + max(pages - 1, 0) and len(second_run) <= 3 + max(pages - 1, 0) and not writes
+            methods = ", ".join(r.split()[0] for r in first_run)
+            print(f"  {platform} API requests: first run {len(first_run)} ({methods}), "
+                  f"unchanged run {len(second_run)} with {len(writes)} writes -> {verdict(ok)}")
     print(f"wave-bot --help: {help_startup(5):.3f} s (best of 5)")
     return 0
 

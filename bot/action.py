@@ -8,14 +8,12 @@ workflow_dispatch: regenerate the dispatched branch and report in the job summar
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
-from bot import report
+from bot import report, workflow_commands
 from bot.errors import INPUT_ERROR, RUN_ERROR, WaveBotError
 from bot.event import PR_ACTIONS, Event, Inputs, read_event, read_inputs
 from bot.model import SEVERITY_RANK, Finding
@@ -29,13 +27,10 @@ if TYPE_CHECKING:
 
 MARKER = "<!-- flux-wave-bot:report -->"
 ATTEMPTS = 3
-# A runner or hook that exported these would point git at another repository.
-_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                      "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE")
 
 
 class Log:
-    """Workflow-command output: plain lines, masks, annotations and groups."""
+    """The run's log, written to the stream the CLI hands over: plain lines and workflow commands."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
@@ -44,33 +39,10 @@ class Log:
         self.out.write(f"wave-bot: {text}\n")
 
     def mask(self, secret: str) -> None:
-        # The runner swallows this line and hides `secret` in everything printed after it.
-        self.out.write(f"::add-mask::{secret}\n")
+        self.out.write(workflow_commands.mask(secret))
 
     def annotate(self, finding: Finding) -> None:
-        level = {"error": "error", "warning": "warning"}.get(finding.severity)
-        if level is None:
-            return
-        props = [f"title={_escape_property(finding.code)}"]
-        if finding.path:
-            props.insert(0, f"file={_escape_property(finding.path)}")
-            if finding.line:
-                props.insert(1, f"line={finding.line}")
-        self.out.write(f"::{level} {','.join(props)}::{_escape_data(finding.message)}\n")
-
-
-def error_annotation(exc: WaveBotError) -> str:
-    """`::error file=...,line=...::message` for an input error, so the PR shows it on the file."""
-    where = f" file={_escape_property(exc.path)},line={exc.line or 1}" if exc.path else ""
-    return f"::error{where}::{_escape_data(str(exc))}\n"
-
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+        self.out.write(workflow_commands.annotation(finding))
 
 
 @dataclass(frozen=True)
@@ -120,12 +92,12 @@ class Runner:
 
     def regenerate(self, base_rev: str | None) -> Plan:
         """Plan against `base_rev` (the deployed state) and apply it to the work tree."""
-        from bot.cli import load_config
+        from bot.config import load_config
         from bot.plan import make_plan
         from bot.worktree import FsTree, apply_changes
 
         tree = FsTree(self.ws.path)
-        config = load_config(tree, self.inputs.config, in_repo=True)
+        config = load_config(tree, self.inputs.config)
         base = self.ws.tree_at(base_rev) if base_rev else None
         plan = make_plan(tree, config, base=base, fix_overlays=self.inputs.fix_overlays)
         if base is None:
@@ -151,8 +123,8 @@ class Runner:
         return self.ws.has_commit(sha)
 
     def pull_request(self) -> Outcome:
-        assert self.event.pull is not None and self.forge is not None
-        pr = self.forge.pull_request(self.event.pull.number)
+        assert self.event.pull_number is not None and self.forge is not None
+        pr = self.forge.pull_request(self.event.pull_number)
         base = pr.base_sha if self.ensure_commit(pr.base_sha) else None
         if pr.is_fork or not self.inputs.commit:
             self.ws.fetch(f"+refs/pull/{pr.number}/head:refs/wave-bot/head")
@@ -267,10 +239,10 @@ def _finish(runner: Runner, outcome: Outcome) -> int:
     if event.summary_path:
         append_file(event.summary_path, body)
     comment_url = ""
-    if runner.forge is not None and event.pull is not None and runner.inputs.comment:
+    if runner.forge is not None and event.pull_number is not None and runner.inputs.comment:
         note = (f"The report is too long for a comment; the whole report is in the job summary: {event.run_url}"
                 if event.run_url else "The report is too long for a comment; the whole report is in the job summary.")
-        result = runner.forge.upsert_comment(event.pull.number, MARKER, f"{MARKER}\n{body}", note)
+        result = runner.forge.upsert_comment(event.pull_number, MARKER, f"{MARKER}\n{body}", note)
         comment_url = result.url
         log.info(f"comment {result.action}: {result.url}")
     if event.output_path:
@@ -293,8 +265,7 @@ def _finish(runner: Runner, outcome: Outcome) -> int:
     return 0
 
 
-def run(env: Mapping[str, str], out: TextIO = sys.stdout,
-        make_forge: Callable[..., Forge] | None = None) -> int:
+def run(env: Mapping[str, str], out: TextIO, make_forge: Callable[..., Forge] | None = None) -> int:
     """One action run from the runner's environment; returns the exit code (errors raise)."""
     from bot.git import Workspace, auth_env
     from bot.worktree import read_user_file
@@ -304,7 +275,7 @@ def run(env: Mapping[str, str], out: TextIO = sys.stdout,
     log.mask(inputs.token)
     payload_path = env.get("GITHUB_EVENT_PATH")
     event = read_event(env, read_user_file(payload_path) if payload_path else None)
-    pr = f" pull_request=#{event.pull.number} ({event.action})" if event.pull else ""
+    pr = f" pull_request=#{event.pull_number} ({event.action})" if event.pull_number is not None else ""
     log.info(f"platform={event.platform} api={event.api_url} repository={event.repository} "
              f"event={event.name}{pr}")
     if event.name in ("pull_request", "pull_request_target") and event.action not in PR_ACTIONS:
@@ -314,7 +285,7 @@ def run(env: Mapping[str, str], out: TextIO = sys.stdout,
         raise WaveBotError(f"unsupported event '{event.name}'",
                            hint="trigger wave-bot on pull_request and workflow_dispatch")
     forge = None
-    if event.pull is not None:
+    if event.pull_number is not None:
         if make_forge is None:
             from bot.forge import make_forge as default_forge
 
@@ -324,7 +295,7 @@ def run(env: Mapping[str, str], out: TextIO = sys.stdout,
     runner = Runner(event, inputs, workspace, log, forge)
     keeper = _owner_keeper(event.workspace, log)
     try:
-        outcome = runner.pull_request() if event.pull is not None else runner.dispatch()
+        outcome = runner.pull_request() if event.pull_number is not None else runner.dispatch()
     except WaveBotError as exc:
         if exc.exit_code == INPUT_ERROR:  # the PR's content is wrong: tell its author where it sees it
             _report_input_error(runner, exc)
@@ -363,11 +334,6 @@ def _report_input_error(runner: Runner, exc: WaveBotError) -> None:
     body = report.error_markdown(exc)
     if runner.event.summary_path:
         append_file(runner.event.summary_path, body)
-    if runner.forge is not None and runner.event.pull is not None and runner.inputs.comment:
-        runner.forge.upsert_comment(runner.event.pull.number, MARKER, f"{MARKER}\n{body}")
+    if runner.forge is not None and runner.event.pull_number is not None and runner.inputs.comment:
+        runner.forge.upsert_comment(runner.event.pull_number, MARKER, f"{MARKER}\n{body}")
 
-
-def main() -> int:
-    for name in _GIT_LOCATION_VARS:
-        os.environ.pop(name, None)
-    return run(os.environ)

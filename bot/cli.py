@@ -12,50 +12,35 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from bot import __version__
-from bot.errors import WaveBotError
+from bot.errors import BUG_EXIT, WaveBotError
 
 if TYPE_CHECKING:
     from bot.config import Config
     from bot.plan import Plan
     from bot.tree import Tree
 
-BUG_EXIT = 3
-
-
-def load_config(tree: Tree, path: str | None, in_repo: bool = False) -> Config:
-    """`path` (a file anywhere from the command line, a repo path from the action), else `.wave-bot.yaml`."""
-    from bot.config import CONFIG_FILE, Config, parse_config
-    from bot.worktree import read_user_file
-
-    if path and not in_repo:
-        return parse_config(read_user_file(path), path)
-    path = path or CONFIG_FILE
-    if tree.kind(path) is None:
-        if path != CONFIG_FILE:
-            raise WaveBotError("config file not found in the repository", path=path)
-        return Config()
-    return parse_config(tree.read(path), path)
-
 
 def _load(args: argparse.Namespace) -> tuple[Tree, Config]:
-    from bot.worktree import FsTree
+    """The work tree at PATH and the config: `--config` (a file anywhere), else the repository's."""
+    from bot.config import load_config, parse_config
+    from bot.worktree import FsTree, read_user_file
 
-    if not os.path.isdir(args.path):
-        raise WaveBotError("is not a directory", path=args.path, hint="pass the root of a GitOps repository")
     tree = FsTree(args.path)
-    return tree, load_config(tree, args.config)
+    if args.config:
+        return tree, parse_config(read_user_file(args.config), args.config)
+    return tree, load_config(tree)
 
 
 def _plan(args: argparse.Namespace) -> Plan:
     from bot.plan import make_plan
 
     tree, config = _load(args)
-    base = None
-    if args.base:
-        from bot.git import GitTree
+    if not args.base:
+        return make_plan(tree, config, fix_overlays=args.fix_overlays)
+    from bot.git import GitTree
 
-        base = GitTree(args.path, args.base)
-    return make_plan(tree, config, base=base, fix_overlays=args.fix_overlays)
+    with GitTree(args.path, args.base) as base:
+        return make_plan(tree, config, base=base, fix_overlays=args.fix_overlays)
 
 
 def _print(plan: Plan, fmt: str, applied: bool = False) -> None:
@@ -89,9 +74,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bot.action import main as action_main
+    from bot.action import run
 
-    return action_main()
+    return run(os.environ, sys.stdout)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -124,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
 def _report_error(exc: WaveBotError) -> None:
     sys.stderr.write(f"wave-bot: error: {exc}\n")
     if os.environ.get("GITHUB_ACTIONS") == "true" or os.environ.get("GITEA_ACTIONS") == "true":
-        from bot.action import error_annotation
+        from bot.workflow_commands import error_annotation
 
         sys.stdout.write(error_annotation(exc))
 

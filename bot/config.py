@@ -4,11 +4,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot import yamlio
 from bot.errors import WaveBotError
 from bot.naming import did_you_mean, is_dns_label, is_safe_relpath, shown
+
+if TYPE_CHECKING:
+    from bot.tree import Tree
 
 CONFIG_FILE = ".wave-bot.yaml"
 WAVE_DIR_PREFIX = "wave-"
@@ -71,6 +74,16 @@ _STR_LISTS = ("root_depends_on", "leaf_patterns", "file_suffixes", "stateful_kin
 _PATHS = ("catalog_dir", "apps_dir", "base_dir")
 _TEMPLATE_KEYS = {"apiVersion", "kind", "metadata", "spec"}
 _BOT_OWNED = {("metadata", "name"), ("spec", "path"), ("spec", "dependsOn")}
+
+
+def load_config(tree: Tree, path: str | None = None) -> Config:
+    """The config at repository path `path` in `tree`, else `.wave-bot.yaml`, else the defaults."""
+    path = path or CONFIG_FILE
+    if tree.kind(path) is None:
+        if path != CONFIG_FILE:
+            raise WaveBotError("config file not found in the repository", path=path)
+        return Config()
+    return parse_config(tree.read(path), path)
 
 
 def parse_config(data: bytes, path: str) -> Config:

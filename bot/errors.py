@@ -1,8 +1,14 @@
 """The one exception type users see."""
 from __future__ import annotations
 
+# Exit codes. 0: fine; 1: the run worked and its verdict is "fail" (`check`: the layout is out of
+# date or has error findings; the action: changes were not pushed, or findings at `fail-on`).
 INPUT_ERROR = 2
-RUN_ERROR = 1
+"""Bad input (catalog, config, YAML, event, inputs): fixable by whoever wrote it."""
+BUG_EXIT = 3
+"""An internal error: a bug, reported with its traceback."""
+RUN_ERROR = 4
+"""The run itself failed (git, the forge API, the work tree): nothing was judged; re-run once fixed."""
 
 
 class WaveBotError(Exception):
@@ -10,7 +16,7 @@ class WaveBotError(Exception):
 
     `path` and `line` (1-based) point at the offending input when known; `hint` says how to fix it.
     Input errors (bad catalog, bad config, bad YAML) exit 2; failures of the run itself (forge API,
-    git push) exit 1.
+    git, the work tree) exit 4, apart from 1, which means the run worked and found the layout wanting.
     """
 
     def __init__(

@@ -35,21 +35,6 @@ class Inputs:
 
 
 @dataclass(frozen=True)
-class PullFacts:
-    """The pull request as the event payload describes it."""
-
-    number: int
-    head_ref: str
-    head_sha: str
-    head_repo: str | None  # None when the head repository was deleted
-    base_ref: str
-    base_sha: str
-
-    def is_fork(self, repository: str) -> bool:
-        return self.head_repo is None or self.head_repo.lower() != repository.lower()
-
-
-@dataclass(frozen=True)
 class Event:
     platform: Platform
     name: str  # pull_request, workflow_dispatch, ...
@@ -62,7 +47,10 @@ class Event:
     run_url: str | None
     summary_path: str | None
     output_path: str | None
-    pull: PullFacts | None
+    pull_number: int | None
+    """The pull request the run is for. Only its number is taken from the payload: the forge's answer
+    (`forge.PullRequest`) is the one record of it, read fresh, so a field the payload lacks cannot
+    fail the run."""
 
 
 def _input(env: Mapping[str, str], name: str) -> str:
@@ -110,21 +98,13 @@ def _require(env: Mapping[str, str], name: str) -> str:
     return value
 
 
-def _pull(payload: Mapping[str, Any]) -> PullFacts:
-    pr = payload.get("pull_request")
-    try:
-        head, base = pr["head"], pr["base"]  # type: ignore[index]
-        head_repo = head.get("repo") or None
-        return PullFacts(
-            number=int(pr.get("number") or payload["number"]),  # type: ignore[union-attr]
-            head_ref=str(head["ref"]),
-            head_sha=str(head["sha"]),
-            head_repo=str(head_repo["full_name"]) if head_repo else None,
-            base_ref=str(base["ref"]),
-            base_sha=str(base["sha"]),
-        )
-    except (KeyError, TypeError, ValueError):
-        raise WaveBotError("the pull_request event payload lacks pull_request.head/base ref and sha") from None
+def _pull_number(payload: Mapping[str, Any]) -> int:
+    pull = payload.get("pull_request")
+    number = pull.get("number") if isinstance(pull, Mapping) else None
+    number = number if number is not None else payload.get("number")
+    if isinstance(number, int) and not isinstance(number, bool) and number > 0:
+        return number
+    raise WaveBotError("the pull_request event payload has no pull request number (pull_request.number)")
 
 
 def read_event(env: Mapping[str, str], payload: bytes | None) -> Event:
@@ -155,5 +135,5 @@ def read_event(env: Mapping[str, str], payload: bytes | None) -> Event:
         run_url=f"{server}/{repository}/actions/runs/{run_id}" if run_id.isdigit() else None,
         summary_path=env.get("GITHUB_STEP_SUMMARY") or None,
         output_path=env.get("GITHUB_OUTPUT") or None,
-        pull=_pull(data) if name in ("pull_request", "pull_request_target") else None,
+        pull_number=_pull_number(data) if name in ("pull_request", "pull_request_target") else None,
     )

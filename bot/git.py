@@ -1,94 +1,170 @@
-"""The only module that runs git (through GitPython, imported lazily)."""
+"""The only module that runs git: every call through `_run`, in an environment `clean_env` builds."""
 from __future__ import annotations
 
+import logging
 import os
 import re
-from collections.abc import Callable
+import subprocess
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import IO, Literal
 
-from bot.errors import WaveBotError
+from bot.errors import RUN_ERROR, WaveBotError
 from bot.tree import Entry, Kind, refuse_link
+from bot.worktree import real_path
 from bot.yamlio import MAX_FILE_BYTES
 
 LINK_MODE = 0o120000
+_log = logging.getLogger(__name__)
+# What a caller may set to tune git's transport, configuration and tracing. Every other GIT_*
+# variable is dropped: GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE and the like (which git exports to the
+# hooks it runs, pre-commit's among them) would point git at another repository or index. An allow
+# list, as pre-commit's `no_git_env` keeps.
+_KEPT_GIT_VARS = frozenset({
+    "GIT_EXEC_PATH", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_PROXY_COMMAND", "GIT_ALLOW_PROTOCOL",
+    "GIT_ASKPASS", "GIT_TERMINAL_PROMPT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
+    "GIT_CONFIG_COUNT",
+})
+_KEPT_GIT_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "GIT_HTTP_", "GIT_SSL_", "GIT_CURL_", "GIT_TRACE")
 
 
-def _open(root: str, env: dict[str, str] | None) -> Any:
-    """The git.Repo holding `root` (None outside a work tree), running git with `env` added."""
-    import git
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The process environment without inherited repository-locating GIT_* variables, plus `extra`.
 
-    try:
-        repo = git.Repo(root, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return None
-    if env:
-        repo.git.update_environment(**env)
-    return repo
-
-
-def _prefix(repo: Any, root: str) -> str:
-    """`root` relative to the work tree's top, as a path prefix ('' at the top)."""
-    rel = os.path.relpath(os.path.realpath(root), os.path.realpath(repo.working_tree_dir))
-    return "" if rel == "." else rel.replace(os.sep, "/") + "/"
-
-
-def mover(root: str, env: dict[str, str] | None = None) -> Callable[[str, str], bool] | None:
-    """A `git mv` for files tracked in the work tree holding `root`; None outside a work tree.
-
-    Paths given to the mover are relative to `root`, which may be a subdirectory of the work tree.
-    The mover returns False for an untracked file, which the caller then renames itself.
+    Messages stay in English: the push outcome is told apart by git's wording.
     """
-    repo = _open(root, env)
-    if repo is None or repo.bare or repo.working_tree_dir is None:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("GIT_") or k in _KEPT_GIT_VARS or k.startswith(_KEPT_GIT_PREFIXES)}
+    env["LC_ALL"] = env["LANGUAGE"] = "C"
+    return env | dict(extra or {})
+
+
+def _run(cwd: str, args: Sequence[str], env: Mapping[str, str] | None = None,
+         stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """`git ARGS` in `cwd`; the caller looks at the return code. A missing `cwd` raises OSError."""
+    done = subprocess.run(["git", *args], cwd=cwd, env=clean_env(env), input=stdin, capture_output=True)
+    _log.debug("git %s: exit %d", " ".join(args), done.returncode)  # never the environment: it holds the token
+    return done
+
+
+def _text(output: bytes) -> str:
+    return output.decode("utf-8", errors="replace")
+
+
+def _locate(root: str, env: Mapping[str, str] | None) -> tuple[str, str] | None:
+    """(the work tree's top, `root` relative to it as a path prefix: '' or 'sub/dir/'); None outside one."""
+    try:
+        found = _run(root, ["rev-parse", "--show-toplevel", "--show-prefix"], env)
+    except OSError:
         return None
-    prefix = _prefix(repo, root)
-    tracked = set(repo.git.ls_files("-z", "--", prefix or ".").split("\0"))
+    lines = _text(found.stdout).split("\n")
+    if found.returncode or len(lines) < 2 or not lines[0]:
+        return None
+    return lines[0], lines[1]
 
-    def move(src: str, dst: str) -> bool:
-        if prefix + src not in tracked:
-            return False
-        repo.git.mv("--", prefix + src, prefix + dst)
-        tracked.discard(prefix + src)
-        tracked.add(prefix + dst)
-        return True
 
-    return move
+IndexMoves = Callable[[Sequence[tuple[str, str]]], None]
+
+
+def mover(root: str, env: Mapping[str, str] | None = None) -> IndexMoves | None:
+    """What records renames already made in the work tree holding `root` in git's index; None outside one.
+
+    One `git update-index --index-info` for the whole batch: each tracked source's index entry (its
+    staged bytes, mode and all) moves to the destination, so git sees byte-identical renames, as after
+    `git mv`. Untracked sources stay untracked. Paths are relative to `root`. git writes the index
+    once, atomically: when it fails (RuntimeError) the index is as it was.
+    """
+    located = _locate(root, env)
+    if located is None:
+        return None
+    top, prefix = located
+
+    def record(moves: Sequence[tuple[str, str]]) -> None:
+        if not moves:
+            return
+        listed = _run(top, ["ls-files", "--stage", "-z", "--full-name", "--", prefix or "."], env)
+        if listed.returncode:
+            raise RuntimeError(f"git ls-files failed: {_one_line(_text(listed.stderr))}")
+        staged: dict[bytes, tuple[bytes, bytes]] = {}
+        for line in listed.stdout.split(b"\0"):
+            meta, _, path = line.partition(b"\t")
+            mode, oid, stage = (meta.split(b" ") + [b"", b"", b""])[:3]
+            if stage == b"0":
+                staged[path] = (mode, oid)
+        lines = []
+        for src, dst in moves:
+            entry = staged.get(os.fsencode(prefix + src))
+            if entry is not None:
+                mode, oid = entry
+                lines.append(b"0 %s\t%s\0" % (b"0" * len(oid), os.fsencode(prefix + src)))
+                lines.append(b"%s %s 0\t%s\0" % (mode, oid, os.fsencode(prefix + dst)))
+        if not lines:
+            return
+        done = _run(top, ["update-index", "-z", "--index-info"], env, b"".join(lines))
+        if done.returncode:
+            raise RuntimeError(f"git update-index failed: {_one_line(_text(done.stderr))}")
+
+    return record
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:600]
+
+
+@dataclass(frozen=True)
+class _Object:
+    mode: int
+    type: str  # blob, tree, commit (a submodule)
+    oid: str
+    size: int
 
 
 class GitTree:
     """The repository as it was at revision `rev`, read from git's object store (never checked out).
 
-    `root` may be a subdirectory of the work tree; paths are relative to it, as for `FsTree`.
+    `root` may be a subdirectory of the work tree; paths are relative to it, as for `FsTree`. The
+    revision's whole listing comes from one `git ls-tree`; file contents from one long-running
+    `git cat-file --batch`, started on the first read and ended with the tree (or `close()`).
     """
 
-    def __init__(self, root: str, rev: str, env: dict[str, str] | None = None) -> None:
-        import git
-
-        repo = _open(root, env)
-        if repo is None or repo.working_tree_dir is None:
+    def __init__(self, root: str, rev: str, env: Mapping[str, str] | None = None) -> None:
+        located = _locate(root, env)
+        if located is None:
             raise WaveBotError("is not inside a git work tree, so a base revision cannot be read", path=root)
-        try:
-            commit = repo.commit(rev)
-        except (git.BadName, ValueError, git.GitCommandError):
+        self._top, prefix = located
+        self._env = env
+        resolved = None if rev.startswith("-") else _run(
+            self._top, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], env)
+        if resolved is None or resolved.returncode:
             raise WaveBotError(
                 f"unknown revision '{rev}'", hint="fetch it first (git fetch origin <branch>) or pass a commit SHA"
-            ) from None
-        self._prefix = _prefix(repo, root).rstrip("/")
-        self._root = commit.tree
-        self.rev = commit.hexsha
+            )
+        self.rev = _text(resolved.stdout).strip()
+        self._objects: dict[str, _Object] = {}
+        self._children: dict[str, list[Entry]] = {"": []}
+        treeish = f"{self.rev}:{prefix.rstrip('/')}" if prefix else self.rev
+        listed = _run(self._top, ["ls-tree", "-r", "-t", "-l", "-z", treeish], env)
+        if listed.returncode == 0:  # else `root` did not exist at `rev`: an empty tree
+            self._index(listed.stdout)
+        self._batch: subprocess.Popen[bytes] | None = None
 
-    def _object(self, path: str) -> Any:
-        full = "/".join(p for p in (self._prefix, path) if p)
-        if not full:
-            return self._root
-        try:
-            return self._root / full
-        except KeyError:
-            return None
+    def _index(self, listing: bytes) -> None:
+        for record in listing.split(b"\0"):
+            if not record:
+                continue
+            meta, _, raw = record.partition(b"\t")
+            mode, kind, oid, size = meta.split()
+            path = os.fsdecode(raw)
+            obj = _Object(int(mode, 8), kind.decode(), oid.decode(), int(size) if size != b"-" else 0)
+            self._objects[path] = obj
+            parent, _, name = path.rpartition("/")
+            self._children.setdefault(parent, []).append(Entry(name, self._kind(obj)))
+            if obj.type == "tree":
+                self._children.setdefault(path, [])
 
     @staticmethod
-    def _kind(obj: Any) -> Kind:
+    def _kind(obj: _Object) -> Kind:
         if obj.type == "tree":
             return "dir"
         if obj.type == "blob":
@@ -96,22 +172,67 @@ class GitTree:
         return "other"  # a submodule
 
     def kind(self, path: str) -> Kind | None:
-        obj = self._object(path)
+        if not path:
+            return "dir"
+        obj = self._objects.get(path)
         return None if obj is None else self._kind(obj)
 
     def entries(self, directory: str) -> list[Entry]:
-        obj = self._object(directory)
-        if obj is None or obj.type != "tree":
+        if directory and self.kind(directory) != "dir":
             return []
-        return sorted(Entry(item.name, self._kind(item)) for item in obj)
+        return sorted(self._children.get(directory, []))
 
     def read(self, path: str) -> bytes:
-        obj = self._object(path)
+        obj = self._objects.get(path)
         if obj is None or obj.type != "blob":
             raise WaveBotError(f"does not exist at {self.rev[:12]}", path=path)
         if obj.mode == LINK_MODE:
             raise refuse_link(path)
-        return bytes(obj.data_stream.read(MAX_FILE_BYTES + 1))
+        return self._cat(obj.oid)
+
+    def _cat(self, oid: str) -> bytes:
+        if self._batch is None:
+            self._batch = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self._top, env=clean_env(self._env),
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            weakref.finalize(self, _end, self._batch)
+        assert self._batch.stdin is not None and self._batch.stdout is not None
+        self._batch.stdin.write(f"{oid}\n".encode())
+        self._batch.stdin.flush()
+        header = self._batch.stdout.readline().split()
+        if len(header) != 3 or header[1] != b"blob":
+            raise WaveBotError(f"git cat-file could not read {oid} at {self.rev[:12]}", exit_code=RUN_ERROR)
+        return _take(self._batch.stdout, int(header[2]), MAX_FILE_BYTES + 1)
+
+    def close(self) -> None:
+        if self._batch is not None:
+            _end(self._batch)
+            self._batch = None
+
+    def __enter__(self) -> GitTree:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _take(stream: IO[bytes], size: int, keep: int) -> bytes:
+    """The first `keep` of the `size` bytes (and the newline) git sends next; the rest is read and dropped."""
+    data = stream.read(min(size, keep))
+    left = size - len(data) + 1
+    while left > 0:
+        chunk = stream.read(min(left, 1 << 16))
+        if not chunk:
+            raise WaveBotError("git cat-file stopped in the middle of a file", exit_code=RUN_ERROR)
+        left -= len(chunk)
+    return data
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    if process.stdin is not None and not process.stdin.closed:
+        process.stdin.close()
+    process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 # ---- the action's work tree -------------------------------------------------------------------
@@ -147,12 +268,9 @@ def valid_branch(name: str) -> bool:
     Stricter than git on purpose: no shell metacharacters, quotes, spaces or control characters,
     and no leading '-' that could pass for an option; the name also travels into logs and comments.
     """
-    import subprocess
-
     if not _BRANCH_CHARS.fullmatch(name) or name.startswith("-"):
         return False
-    check = subprocess.run(["git", "check-ref-format", f"refs/heads/{name}"], capture_output=True)
-    return check.returncode == 0
+    return _run(".", ["check-ref-format", f"refs/heads/{name}"]).returncode == 0
 
 
 def auth_env(server_url: str, token: str) -> dict[str, str]:
@@ -174,8 +292,6 @@ class Workspace:
     """The repository the action runs in: fetch, check out, commit and push, never force."""
 
     def __init__(self, path: str, env: dict[str, str], secret: str = "") -> None:
-        import git
-
         # git passes a server's refusal on as "remote: ..."; a server that quotes the token back
         # (Gitea does, for a bad token) must not get it into our messages.
         self._secrets = secret_forms(secret) if secret else ()
@@ -185,41 +301,39 @@ class Workspace:
         # refuses the repository ("dubious ownership"). Command-scope config, not ~/.gitconfig.
         count = int(config.get("GIT_CONFIG_COUNT", "0"))
         config[f"GIT_CONFIG_KEY_{count}"] = "safe.directory"
-        config[f"GIT_CONFIG_VALUE_{count}"] = os.path.realpath(path)
+        config[f"GIT_CONFIG_VALUE_{count}"] = real_path(path)
         # Never run hooks from the repository being read.
         config[f"GIT_CONFIG_KEY_{count + 1}"], config[f"GIT_CONFIG_VALUE_{count + 1}"] = "core.hooksPath", os.devnull
         config["GIT_CONFIG_COUNT"] = str(count + 2)
         self._env = config
-        try:
-            self.repo = git.Repo(path)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise WaveBotError("is not a git checkout", path=path,
-                               hint="run actions/checkout before wave-bot", exit_code=1) from None
-        self.repo.git.update_environment(**config)
         self.path = path
+        located = _locate(path, config)
+        if located is None or located[1]:  # not a work tree, or only a directory inside one
+            raise WaveBotError("is not a git checkout", path=path,
+                               hint="run actions/checkout before wave-bot", exit_code=RUN_ERROR)
 
-    def git(self, *args: str) -> str:
-        import git
+    def _run(self, args: Sequence[str], extra: Mapping[str, str] | None = None,
+             stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        return _run(self.path, args, self._env | dict(extra or {}), stdin)
 
-        try:
-            return str(self.repo.git.execute(["git", *args], env=self._env))
-        except git.GitCommandError as exc:
-            failure = f"git {args[0]} failed: {self._stderr(exc)}"
-        # Raised outside the except block, so no __context__ keeps git's raw stderr.
-        raise WaveBotError(failure, exit_code=1)
+    def git(self, *args: str, extra: Mapping[str, str] | None = None, stdin: bytes | None = None) -> str:
+        """git's output; a failure is a WaveBotError carrying git's complaint (secrets redacted)."""
+        done = self._run(args, extra, stdin)
+        if done.returncode:
+            raise WaveBotError(f"git {args[0]} failed: {self._stderr(done.stderr)}", exit_code=RUN_ERROR)
+        return _text(done.stdout).removesuffix("\n")
 
-    def _stderr(self, exc: Any) -> str:
+    def _stderr(self, stderr: bytes) -> str:
         """git's complaint on one line, secrets redacted before anything is cut."""
-        text = str(getattr(exc, "stderr", "") or exc).strip()
+        text = _text(stderr).strip()
         for secret in self._secrets:
             text = text.replace(secret, "***")
-        text = text.removeprefix("stderr: ").strip("'\" \n")
-        return " ".join(text.split())[:600]
+        return _one_line(text.strip("'\" \n"))
 
     def fetch(self, *refspecs: str) -> None:
         self.git("fetch", "--no-tags", "--quiet", "origin", *refspecs)
 
-    def mover(self) -> Callable[[str, str], bool] | None:
+    def mover(self) -> IndexMoves | None:
         return mover(self.path, self._env)
 
     def tree_at(self, rev: str) -> GitTree:
@@ -227,12 +341,8 @@ class Workspace:
 
     def _answer(self, *args: str) -> str | None:
         """git's output, or None when the command fails (a question whose answer may be no)."""
-        import git
-
-        try:
-            return str(self.repo.git.execute(["git", *args], env=self._env))
-        except git.GitCommandError:
-            return None
+        done = self._run(args)
+        return None if done.returncode else _text(done.stdout)
 
     def has_commit(self, sha: str) -> bool:
         return self._answer("cat-file", "-e", f"{sha}^{{commit}}") is not None
@@ -257,13 +367,14 @@ class Workspace:
         return BOT_TRAILER in self.git("log", "-1", "--format=%B")
 
     def stage(self, paths: list[str]) -> None:
-        """Stage exactly `paths` (additions, changes and deletions), nothing else in the tree."""
-        present = sorted(p for p in set(paths) if os.path.lexists(os.path.join(self.path, p)))
-        gone = sorted(set(paths) - set(present))
-        if present:
-            self.git("add", "--all", "--", *present)
-        if gone:  # a `git mv` already recorded most of these; the rest were renamed or deleted
-            self.git("rm", "--quiet", "--cached", "--ignore-unmatch", "--", *gone)
+        """Stage exactly `paths` (additions, changes and deletions), nothing else in the tree.
+
+        One `git update-index` for the lot: literal paths (no pathspec matching, which grows with
+        the number of paths times the size of the index); a path gone from the work tree leaves the index.
+        """
+        listed = b"".join(os.fsencode(p) + b"\0" for p in sorted(set(paths)))
+        if listed:
+            self.git("update-index", "--add", "--remove", "-z", "--stdin", stdin=listed)
 
     def staged_diff(self) -> str:
         return self.git("diff", "--cached", "--find-renames", "--no-color", "--no-ext-diff")
@@ -271,28 +382,23 @@ class Workspace:
     def commit(self, message: str, author: Identity) -> str:
         identity = {"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email,
                     "GIT_COMMITTER_NAME": author.name, "GIT_COMMITTER_EMAIL": author.email}
-        with self.repo.git.custom_environment(**identity):
-            self.git("commit", "--quiet", "--no-verify", "--no-gpg-sign", "-m", message)
+        self.git("commit", "--quiet", "--no-verify", "--no-gpg-sign", "-m", message, extra=identity)
         return self.head()
 
     def push(self, branch: str) -> PushResult:
-        import git
-
         refspec = f"HEAD:refs/heads/{branch}"  # explicit: never a force, never another ref
-        try:
-            self.repo.git.execute(["git", "push", "origin", refspec], env=self._env)
-        except git.GitCommandError as exc:
-            detail = self._stderr(exc)
-            lowered = detail.lower()
-            # A hook or branch protection ("[remote rejected]") is a refusal even when the reason
-            # mentions fast-forwards, so look for refusals first.
-            if _PUSH_REFUSED.search(lowered):
-                return PushResult("refused", detail)
-            if _PUSH_RACE.search(lowered):
-                return PushResult("race", detail)
-        else:
+        done = self._run(["push", "origin", refspec])
+        if done.returncode == 0:
             return PushResult("pushed")
-        raise WaveBotError(f"git push failed: {detail}", exit_code=1)
+        detail = self._stderr(done.stderr)
+        lowered = detail.lower()
+        # A hook or branch protection ("[remote rejected]") is a refusal even when the reason
+        # mentions fast-forwards, so look for refusals first.
+        if _PUSH_REFUSED.search(lowered):
+            return PushResult("refused", detail)
+        if _PUSH_RACE.search(lowered):
+            return PushResult("race", detail)
+        raise WaveBotError(f"git push failed: {detail}", exit_code=RUN_ERROR)
 
 
 def secret_forms(token: str) -> tuple[str, ...]:

@@ -2,19 +2,20 @@
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 
-from bot.errors import WaveBotError
+from bot.errors import RUN_ERROR, WaveBotError
 from bot.model import Change
 from bot.naming import is_safe_relpath
 from bot.tree import Entry, Kind, refuse_link, split
 from bot.yamlio import MAX_FILE_BYTES
 
-GitMove = Callable[[str, str], bool]
-"""Moves a tracked file with `git mv` (True), or declines for an untracked one (False)."""
+IndexMoves = Callable[[Sequence[tuple[str, str]]], None]
+"""Records in git's index the (source, destination) renames already made in the work tree, all at once."""
 
 
 def _kind_of(mode: int) -> Kind:
@@ -29,6 +30,8 @@ class FsTree:
     """The work tree under `root`, read without ever following a symbolic link."""
 
     def __init__(self, root: str) -> None:
+        if not os.path.isdir(root):
+            raise WaveBotError("is not a directory", path=root, hint="pass the root of a GitOps repository")
         self.root = os.path.realpath(root)
         self._checked_dirs: set[str] = {""}
 
@@ -87,6 +90,11 @@ class FsTree:
             return handle.read(MAX_FILE_BYTES + 1)
 
 
+def real_path(path: str) -> str:
+    """`path` with every symbolic link resolved (what git compares `safe.directory` with)."""
+    return os.path.realpath(path)
+
+
 def read_user_file(path: str) -> bytes:
     """A file the user named on the command line (`--config`), which may live outside the repo."""
     try:
@@ -135,10 +143,11 @@ def _write_atomic(target: str, content: bytes, mode: int) -> None:
 
 
 class _Applier:
-    def __init__(self, tree: FsTree, git_move: GitMove | None) -> None:
+    def __init__(self, tree: FsTree) -> None:
         self.tree = tree
-        self.git_move = git_move
         self.journal = _Journal()
+        self.moved: list[tuple[str, str]] = []
+        self.emptied: set[str] = set()  # directories a move or delete may have emptied
 
     def ensure_dir(self, directory: str) -> None:
         if not directory or self.tree.kind(directory) == "dir":
@@ -148,12 +157,16 @@ class _Applier:
         os.mkdir(full)
         self.journal.undo.append(lambda: os.rmdir(full))
 
-    def prune_dir(self, directory: str) -> None:
-        """Remove `directory` once a change has emptied it (git keeps no empty directories)."""
-        full = self.tree._abs(directory)
-        if directory and self.tree.kind(directory) == "dir" and not os.listdir(full):
-            os.rmdir(full)
-            self.journal.undo.append(lambda: os.mkdir(full))
+    def prune_dirs(self) -> None:
+        """Remove the directories the changes emptied (git keeps no empty directories), deepest first.
+
+        Once at the end: looking after every move would list a directory of N files N times.
+        """
+        for directory in sorted(self.emptied, key=lambda d: d.count("/"), reverse=True):
+            full = self.tree._abs(directory)
+            if directory and self.tree.kind(directory) == "dir" and not os.listdir(full):
+                os.rmdir(full)
+                self.journal.undo.append(functools.partial(os.mkdir, full))
 
     def write(self, change: Change) -> None:
         assert change.content is not None
@@ -172,16 +185,10 @@ class _Applier:
         assert change.source is not None
         src, dst = change.source, change.path
         self.ensure_dir(split(dst)[0])
-        if self.git_move is not None and self.git_move(src, dst):
-            self.journal.undo.append(lambda: self._git_move_back(dst, src))
-        else:
-            os.rename(self.tree._abs(src), self.tree._abs(dst))
-            self.journal.undo.append(lambda: os.rename(self.tree._abs(dst), self.tree._abs(src)))
-        self.prune_dir(split(src)[0])
-
-    def _git_move_back(self, src: str, dst: str) -> None:
-        assert self.git_move is not None
-        self.git_move(src, dst)
+        os.rename(self.tree._abs(src), self.tree._abs(dst))
+        self.journal.undo.append(lambda: os.rename(self.tree._abs(dst), self.tree._abs(src)))
+        self.moved.append((src, dst))
+        self.emptied.add(split(src)[0])
 
     def delete(self, change: Change) -> None:
         target = self.tree._abs(change.path)
@@ -189,7 +196,7 @@ class _Applier:
         mode = stat.S_IMODE(os.lstat(target).st_mode)
         os.unlink(target)
         self.journal.undo.append(lambda: _write_atomic(target, old, mode))
-        self.prune_dir(split(change.path)[0])
+        self.emptied.add(split(change.path)[0])
 
 
 def _preflight(tree: FsTree, changes: Sequence[Change]) -> None:
@@ -208,22 +215,30 @@ def _preflight(tree: FsTree, changes: Sequence[Change]) -> None:
             raise WaveBotError("appeared while wave-bot ran; nothing was changed", path=change.path)
 
 
-def apply_changes(root: str, changes: Sequence[Change], git_move: GitMove | None = None) -> None:
-    """Apply `changes` under `root` all-or-nothing: on any failure the tree is restored, then it raises."""
+def apply_changes(root: str, changes: Sequence[Change], index_moves: IndexMoves | None = None) -> None:
+    """Apply `changes` under `root` all-or-nothing: on any failure the tree is restored, then it raises.
+
+    Files move by rename; `index_moves` (in a git work tree) then records every move in the index at
+    once, as the last step, so that a failure there also restores the tree and leaves the index alone.
+    """
     tree = FsTree(root)
     _preflight(tree, changes)
-    applier = _Applier(tree, git_move)
+    applier = _Applier(tree)
     steps = {"create": applier.write, "update": applier.write, "move": applier.move, "delete": applier.delete}
     try:
         for change in changes:
             steps[change.action](change)
             tree._checked_dirs = {""}  # directories come and go while applying
+        applier.prune_dirs()
+        tree._checked_dirs = {""}
+        if index_moves is not None:
+            index_moves(applier.moved)
     except BaseException as exc:
         problems = applier.journal.rollback()
         if isinstance(exc, WaveBotError) or not isinstance(exc, Exception):
             raise
         detail = f"; restoring also failed: {'; '.join(problems)}" if problems else "; the work tree was restored"
-        raise WaveBotError(f"applying the plan failed: {exc}{detail}", path=root, exit_code=1) from exc
+        raise WaveBotError(f"applying the plan failed: {exc}{detail}", path=root, exit_code=RUN_ERROR) from exc
 
 
 

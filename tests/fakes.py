@@ -1,16 +1,13 @@
-"""Fake forges for the tests.
-
-`RecordingForge` is an in-memory `Forge` for the bot's end-to-end tests: it records every call, keeps
-the comments, and can be told to fail like the real thing. `GitHubServer` and `GiteaServer` fake the
-two REST APIs one level lower, over HTTP (through `responses`), answering with the recorded JSON
-under tests/fixtures/forge/ so that the real implementations can be run against them.
+"""Fake forges for the tests: `GitHubServer` and `GiteaServer` fake the two REST APIs over HTTP
+(through `responses`), answering with the recorded JSON under tests/fixtures/forge/, so that the real
+implementations, and the one sticky-comment algorithm in `bot/forge/_base.py`, are what the tests run.
 """
 from __future__ import annotations
 
 import copy
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
@@ -18,8 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 import responses
 
-from bot.errors import RUN_ERROR, WaveBotError
-from bot.forge import CommentResult, Forge, PullRequest, fit_body, make_forge
+from bot.forge import Forge, make_forge
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "forge"
 REPOSITORY = "acme/gitops"
@@ -33,88 +29,6 @@ def fixture(platform: str, name: str) -> Any:
     path = FIXTURES / platform / name
     text = path.read_text()
     return json.loads(text) if path.suffix == ".json" else text
-
-
-def make_pull(number: int = 7, *, fork: bool = False) -> PullRequest:
-    return PullRequest(
-        number=number,
-        head_ref="wave/podinfo-redis",
-        head_sha="e5a1c7d3b9f2e4a6c8d0b2f4a6c8e0d2b4f6a8c0",
-        head_repo="octo-contrib/gitops" if fork else REPOSITORY,
-        base_ref="main",
-        base_sha="4b1f0c2e8d9a7b6c5d4e3f2a1b0c9d8e7f6a5b4c",
-        base_repo=REPOSITORY,
-        html_url=f"https://github.com/{REPOSITORY}/pull/{number}",
-    )
-
-
-# -- an in-memory forge --------------------------------------------------------------------------------
-
-
-@dataclass
-class FakeComment:
-    id: int
-    body: str
-    author: str
-
-
-@dataclass
-class RecordingForge:
-    """A `Forge` in memory: `calls` records (method, args) of every call; `comments` maps PR -> comments."""
-
-    pulls: dict[int, PullRequest] = field(default_factory=lambda: {7: make_pull(7)})
-    login: str = "github-actions[bot]"
-    name: str = "fake"
-    max_comment_chars: int = 65536
-    calls: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
-    comments: dict[int, list[FakeComment]] = field(default_factory=dict)
-    failures: dict[str, int] = field(default_factory=dict)  # method name -> HTTP status to fail with
-    _next_id: int = 1000
-
-    def fail(self, method: str, status: int) -> None:
-        """Make every later call of `method` ("pull_request", "upsert_comment") fail with `status`."""
-        self.failures[method] = status
-
-    def add_comment(self, number: int, body: str, author: str = "alice") -> FakeComment:
-        """Put a comment on PR `number` as if someone had written it before the run (not recorded)."""
-        self._next_id += 1
-        comment = FakeComment(self._next_id, body, author)
-        self.comments.setdefault(number, []).append(comment)
-        return comment
-
-    def bot_comments(self, number: int) -> list[FakeComment]:
-        return [c for c in self.comments.get(number, []) if c.author == self.login]
-
-    def _check(self, method: str, what: str) -> None:
-        status = self.failures.get(method)
-        if status is not None:
-            raise WaveBotError(
-                f"fake API: could not {what}: HTTP {status}", hint="a failure the test asked for", exit_code=RUN_ERROR
-            )
-
-    def _url(self, number: int, comment_id: int) -> str:
-        return f"https://github.com/{REPOSITORY}/pull/{number}#issuecomment-{comment_id}"
-
-    def pull_request(self, number: int) -> PullRequest:
-        self.calls.append(("pull_request", (number,)))
-        self._check("pull_request", f"read pull request #{number}")
-        if number not in self.pulls:
-            raise WaveBotError(f"fake API: could not read pull request #{number}: HTTP 404", exit_code=RUN_ERROR)
-        return self.pulls[number]
-
-    def upsert_comment(self, number: int, marker: str, body: str, overflow_note: str = "") -> CommentResult:
-        self.calls.append(("upsert_comment", (number, marker, body, overflow_note)))
-        self._check("upsert_comment", f"update the comment on #{number}")
-        text = fit_body(body, marker, overflow_note, self.max_comment_chars)
-        ours = sorted((c for c in self.bot_comments(number) if marker in c.body), key=lambda c: c.id)
-        if not ours:
-            self._next_id += 1
-            self.comments.setdefault(number, []).append(FakeComment(self._next_id, text, self.login))
-            return CommentResult("created", self._next_id, self._url(number, self._next_id))
-        if ours[0].body == text:
-            return CommentResult("unchanged", ours[0].id, self._url(number, ours[0].id))
-        ours[0].body = text
-        return CommentResult("updated", ours[0].id, self._url(number, ours[0].id))
 
 
 # -- fakes of the REST APIs ----------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 import responses
 
 from bot import action
-from bot.errors import WaveBotError
+from bot.errors import RUN_ERROR, WaveBotError
 from bot.git import Workspace
 
 from actionkit import BRANCH, NEW_SERVICE, action_env, push_pr_branch, run_action
@@ -171,7 +173,7 @@ def test_403_on_the_comment_says_which_permission_is_missing(scenario: Scenario)
     scenario.server.fail("create", (403, forbidden, {}))
     with pytest.raises(WaveBotError) as exc:
         scenario.run(scenario.env(scenario.checkout()))
-    assert exc.value.exit_code == 1
+    assert exc.value.exit_code == RUN_ERROR
     text = str(exc.value)
     assert "comment" in text
     assert "pull-requests: write" in text or "write:issue" in text
@@ -257,13 +259,28 @@ def test_a_refused_push_on_a_pr_gets_the_diff_comment_and_fails(scenario: Scenar
     assert f"could not push to `{BRANCH}`" in body and "```diff" in body
 
 
+def test_a_run_failure_exits_with_its_own_code(tmp_path: Path) -> None:
+    """`wave-bot run` as the container starts it: a run that could not do its work exits 4, not 1
+    (which says the run worked and found the layout wanting) nor 2 (the input is wrong)."""
+    (tmp_path / "not-a-checkout").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GITEA_", "INPUT_"))} | {
+        "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "workflow_dispatch", "GITHUB_REF_NAME": "main",
+        "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/gitops",
+        "GITHUB_WORKSPACE": str(tmp_path / "not-a-checkout"), "INPUT_TOKEN": TOKEN}
+    done = subprocess.run([sys.executable, "-m", "bot", "run"], env=env, capture_output=True, text=True)
+    assert done.returncode == RUN_ERROR == 4, done.stderr
+    assert "is not a git checkout" in done.stderr and "actions/checkout" in done.stderr
+    assert "::error file=" in done.stdout
+    assert TOKEN not in done.stdout.replace(f"::add-mask::{TOKEN}\n", "", 1) + done.stderr
+
+
 def test_a_fetch_failure_is_a_clear_run_error(scenario: Scenario) -> None:
     scenario.pr_branch(NEW_SERVICE)
     workspace = scenario.checkout()
     git(workspace, "remote", "set-url", "origin", str(scenario.tmp / "gone.git"))
     with pytest.raises(WaveBotError, match="git fetch failed") as exc:
         scenario.run(scenario.env(workspace))
-    assert exc.value.exit_code == 1
+    assert exc.value.exit_code == RUN_ERROR
 
 
 def test_a_base_commit_that_cannot_be_fetched_degrades_loudly(scenario: Scenario) -> None:

@@ -18,7 +18,7 @@ from bot.errors import RUN_ERROR, WaveBotError
 from bot.forge import Forge, fit_body, make_forge
 from bot.forge.gitea import GiteaForge
 from bot.forge.github import GitHubForge
-from tests.fakes import MARKER, REPOSITORY, SERVERS, ForgeServer, RecordingForge, fixture
+from tests.fakes import MARKER, REPOSITORY, SERVERS, ForgeServer, fixture
 
 BODY = f"{MARKER}\n## Wave report\n\nNo changes."
 NEW_BODY = f"{MARKER}\n## Wave report\n\n- podinfo: wave 1 -> wave 2"
@@ -305,30 +305,6 @@ def test_a_repository_must_be_owner_slash_name(repository: str) -> None:
 def test_an_empty_token_is_refused_before_any_request() -> None:
     with pytest.raises(WaveBotError, match="no API token"):
         make_forge("gitea", api_url="https://gitea.example.com", repository=REPOSITORY, token="")
-
-
-# -- the recording fake keeps the same contract ------------------------------------------------------------
-
-
-def test_the_recording_fake_keeps_one_comment_per_pull_request() -> None:
-    forge = RecordingForge()
-    human = forge.add_comment(7, f"quoting {MARKER}")
-    assert forge.upsert_comment(7, MARKER, BODY).action == "created"
-    assert forge.upsert_comment(7, MARKER, BODY).action == "unchanged"
-    assert forge.upsert_comment(7, MARKER, NEW_BODY).action == "updated"
-    assert [c.body for c in forge.bot_comments(7)] == [NEW_BODY]
-    assert human.body == f"quoting {MARKER}"
-    assert [name for name, _ in forge.calls] == ["upsert_comment"] * 3
-
-
-def test_the_recording_fake_fails_on_request() -> None:
-    forge = RecordingForge()
-    forge.fail("upsert_comment", 403)
-    with pytest.raises(WaveBotError) as caught:
-        forge.upsert_comment(7, MARKER, BODY)
-    assert caught.value.exit_code == RUN_ERROR and "HTTP 403" in caught.value.message
-    assert forge.calls == [("upsert_comment", (7, MARKER, BODY, ""))]
-    assert forge.pull_request(7).number == 7
 
 
 # -- fit_body -------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ The workspace is cloned over HTTP as actions/checkout does with `persist-credent
 header given for the clone only), the forge API is faked over `responses` with the same token, and
 the run must authenticate git through the environment alone. Afterwards every place the token could
 have ended up is searched for it and for its base64 forms: the log (but for the one `::add-mask::`
-line), stdout and stderr at the file-descriptor level, every log record with GitPython's and
+line), stdout and stderr at the file-descriptor level, every log record with bot.git's and
 PyGithub's debug logging on, the comments, the job summary, the outputs file, every file under the
 test's directory (the workspace's and the origin's .git included) and every git object and commit
 message in every repository there. The process list is not checked.
@@ -24,11 +24,10 @@ from pathlib import Path
 
 import pytest
 import responses
-from git import cmd as gitpython_cmd
 
 import bot.forge.github  # noqa: F401 - PyGithub pins its logger to INFO on import: import before raising it
-from bot import action
-from bot.errors import WaveBotError
+from bot import workflow_commands
+from bot.errors import RUN_ERROR, WaveBotError
 
 from actionkit import BRANCH, NEW_SERVICE, action_env, push_pr_branch, run_action
 from conftest import write_files
@@ -279,12 +278,11 @@ def quiet_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def verbose_logging(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> pytest.LogCaptureFixture:
-    """Everything at DEBUG, GitPython tracing every command with its output (GIT_PYTHON_TRACE=full)."""
+def verbose_logging(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """Everything at DEBUG: bot.git logs every git command it runs."""
     caplog.set_level(logging.DEBUG)
-    for name in ("git", "github", "urllib3", "requests", "responses", "bot"):
+    for name in ("github", "urllib3", "requests", "responses", "bot"):
         caplog.set_level(logging.DEBUG, logger=name)
-    monkeypatch.setattr(gitpython_cmd.Git, "GIT_PYTHON_TRACE", "full")
     return caplog
 
 
@@ -364,7 +362,7 @@ def test_a_run_authenticates_over_http_and_leaks_the_token_nowhere(
     assert (scenario.tmp / "output.txt").read_text().count(f"commit-sha={tip}") == 1
     # The debug logs were really on, so their silence about the token means something.
     names = {r.name for r in verbose_logging.records}
-    assert "git.cmd" in names, names
+    assert "bot.git" in names, names
     if scenario.platform == "github":
         assert "github.Requester" in names, names
     # Nothing was left in the workspace's configuration.
@@ -481,7 +479,7 @@ def test_a_forge_401_raises_an_error_without_the_token(
     with pytest.raises(WaveBotError) as caught:
         scenario.run(scenario.env(workspace))
     error = caught.value
-    assert error.exit_code == 1 and "HTTP 401" in str(error) and "token is invalid or expired" in str(error)
+    assert error.exit_code == RUN_ERROR and "HTTP 401" in str(error) and "token is invalid or expired" in str(error)
     answered = [c.response for c in scenario.rsps.calls if c.response is not None and c.response.status_code == 401]
     assert answered
     if scenario.platform == "gitea" or how != "wrong-token":  # GitHub's own 401 says "Bad credentials"
@@ -489,14 +487,14 @@ def test_a_forge_401_raises_an_error_without_the_token(
     if how == "create":
         assert scenario.origin_tip() != scenario.head_sha  # the push happened before the comment failed
     assert_clean(exception_evidence(error))
-    assert_clean([("the error annotation", action.error_annotation(error))])
+    assert_clean([("the error annotation", workflow_commands.error_annotation(error))])
     assert_clean(scenario.everything(verbose_logging, capfd.readouterr()))
 
 
 def test_the_token_never_reaches_a_command_line(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
 ) -> None:
-    """Every process the run starts, from Python (GitPython or not) and from git itself (GIT_TRACE),
+    """Every process the run starts, from Python and from git itself (GIT_TRACE),
     has no form of the token in its argv; git gets the header through the environment instead."""
     scenario.pr_branch(NEW_SERVICE)
     workspace = scenario.checkout()
@@ -512,8 +510,6 @@ def test_the_token_never_reaches_a_command_line(
             super().__init__(args, *rest, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(subprocess, "Popen", SpyPopen)
-    monkeypatch.setattr(gitpython_cmd, "Popen", SpyPopen)
-    monkeypatch.setattr(gitpython_cmd, "safer_popen", SpyPopen)
     trace, curl_trace = scenario.tmp / "git-trace.txt", scenario.tmp / "git-trace-curl.txt"
     monkeypatch.setenv("GIT_TRACE", str(trace))  # every command git runs, its helpers included
     monkeypatch.setenv("GIT_TRACE_CURL", str(curl_trace))  # the HTTP headers git sends (git redacts auth)

@@ -8,7 +8,7 @@ import pytest
 
 from bot import git as gitlayer
 from bot import worktree
-from bot.errors import WaveBotError
+from bot.errors import RUN_ERROR, WaveBotError
 from bot.model import Change
 from bot.worktree import FsTree, apply_changes
 
@@ -85,23 +85,57 @@ def test_a_failure_part_way_restores_the_tree_exactly(
     assert not [p for p in tmp_path.rglob(".wave-bot-*")]
 
 
-def test_git_mv_failure_part_way_restores_index_and_tree(make_repo: Callable[..., Path]) -> None:
+def test_an_index_failure_restores_the_tree_and_leaves_the_index_alone(make_repo: Callable[..., Path]) -> None:
     repo = make_repo(FILES)
     before, status = snapshot(repo), git(repo, "status", "--porcelain")
-    move = gitlayer.mover(str(repo))
-    assert move is not None
-    seen = []
-
-    def failing_move(src: str, dst: str) -> bool:
-        seen.append(src)
-        if len(seen) == 3:
-            raise OSError(13, "Permission denied")
-        return move(src, dst)
-
-    with pytest.raises(WaveBotError, match="Permission denied"):
-        apply_changes(str(repo), CHANGES, failing_move)
+    (repo / ".git/index.lock").write_text("")  # another git holds the index: update-index must fail
+    with pytest.raises(WaveBotError, match="update-index failed.*index.lock.*the work tree was restored") as caught:
+        apply_changes(str(repo), CHANGES, gitlayer.mover(str(repo)))
+    assert caught.value.exit_code == RUN_ERROR
+    (repo / ".git/index.lock").unlink()
     assert snapshot(repo) == before
     assert git(repo, "status", "--porcelain") == status
+
+
+def test_moves_are_renames_that_log_follow_and_diff_find(make_repo: Callable[..., Path]) -> None:
+    repo = make_repo(FILES)
+    apply_changes(str(repo), CHANGES, gitlayer.mover(str(repo)))
+    git(repo, "add", "--all")
+    git(repo, "commit", "-q", "-m", "the cutover")
+    renames = git(repo, "diff", "-M", "--name-status", "HEAD~1", "HEAD").splitlines()
+    assert "R100\tapps/a.yaml\tapps/wave-0/a.yaml" in renames
+    assert "R100\tapps/wave-1/old.yaml\tapps/wave-2/old.yaml" in renames
+    followed = git(repo, "log", "--follow", "--format=%s", "--", "apps/wave-0/b.sops.yaml").splitlines()
+    assert followed == ["the cutover", "initial layout"]
+
+
+def test_a_move_keeps_unstaged_edits_unstaged_as_git_mv_does(make_repo: Callable[..., Path]) -> None:
+    repo = make_repo(FILES)
+    (repo / "apps/a.yaml").write_text("a: 2\n")  # edited, not staged
+    apply_changes(str(repo), CHANGES[:1], gitlayer.mover(str(repo)))
+    assert "RM apps/a.yaml -> apps/wave-0/a.yaml" in git(repo, "status", "--porcelain").splitlines()
+    assert git(repo, "show", ":apps/wave-0/a.yaml") == "a: 1\n"
+    assert (repo / "apps/wave-0/a.yaml").read_text() == "a: 2\n"
+
+
+def test_a_root_below_the_top_moves_its_own_paths(make_repo: Callable[..., Path]) -> None:
+    repo = make_repo({f"gitops/{path}": text for path, text in FILES.items()})
+    apply_changes(str(repo / "gitops"), CHANGES[:1], gitlayer.mover(str(repo / "gitops")))
+    assert "R  gitops/apps/a.yaml -> gitops/apps/wave-0/a.yaml" in git(repo, "status", "--porcelain").splitlines()
+
+
+def test_inherited_git_variables_do_not_redirect_the_index(
+    make_repo: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(FILES)
+    # What git exports to a hook run from another repository (pre-commit in a submodule, say).
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere.git"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "elsewhere.index"))
+    apply_changes(str(repo), CHANGES[:1], gitlayer.mover(str(repo)))
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert "R  apps/a.yaml -> apps/wave-0/a.yaml" in git(repo, "status", "--porcelain").splitlines()
+    assert not (tmp_path / "elsewhere.index").exists()
 
 
 def test_a_vanished_source_refuses_the_whole_plan_before_touching_anything(tmp_path: Path) -> None:
