@@ -22,6 +22,7 @@ PINS = [
     re.compile(r"flux-wave-bot@v(?P<v>[^\s`'\"]+)"),  # uses: OWNER/flux-wave-bot@v1.2.3
     re.compile(r"flux-wave-bot:(?P<v>[0-9][^\s`'\"]*)"),  # uses: docker://.../flux-wave-bot:1.2.3
     re.compile(r"\brev: v(?P<v>\S+)"),  # pre-commit
+    re.compile(r"flux_wave_bot-(?P<v>[0-9][^-\s]*)-py3"),  # a wheel's file name
 ]
 
 
