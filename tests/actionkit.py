@@ -11,6 +11,7 @@ from typing import Any
 from bot import action
 from bot.forge import make_forge
 
+from apischema import event_errors
 from conftest import deployment, service, write_files
 from fakes import REPOSITORY, _refuse_sleep
 
@@ -37,13 +38,53 @@ def push_pr_branch(work: Path, pull: dict[str, Any], files: dict[str, str | byte
     return base, head
 
 
+PUSHED = {"github": "synchronize", "gitea": "synchronized"}  # the action for new commits on a PR's branch
+WORKFLOW = ".github/workflows/wave-bot.yml"
+LABEL = {"github": {"id": 6781234501, "node_id": "LA_kwDOI9xVh88AAAABk-Y3xQ", "url": "https://api.github.com/repos/"
+                    f"{REPOSITORY}/labels/flux", "name": "flux", "color": "0e8a16", "default": False,
+                    "description": "Touches the Flux layout"}}
+
+
+def pull_request_event(platform: str, pull: dict[str, Any], action: str | None = None) -> dict[str, Any]:
+    """A pull_request event payload as each platform sends it, around the forge's PR object `pull`.
+
+    GitHub's `synchronize` says which head the push replaced (`before`, here the base: the branch
+    was cut from it) and the new one (`after`); Gitea's payload struct always carries its
+    `commit_id` and `review` fields. Checked against the platform's webhook schema
+    (tests/apischema.py), so no test runs on a payload the platform could not send."""
+    action = action or PUSHED[platform]
+    payload: dict[str, Any] = {"action": action, "number": pull["number"], "pull_request": pull,
+                               "repository": pull["base"]["repo"], "sender": pull["user"]}
+    if platform == "github" and action == "synchronize":
+        payload |= {"before": pull["base"]["sha"], "after": pull["head"]["sha"]}
+    if platform == "github" and action == "labeled":
+        payload["label"] = LABEL["github"]
+    if platform == "gitea":
+        payload |= {"commit_id": "", "review": None}
+    return _checked(platform, "pull_request", payload)
+
+
+def dispatch_event(platform: str, pull: dict[str, Any], ref: str = "refs/heads/main") -> dict[str, Any]:
+    """A workflow_dispatch payload: the repository and the sender taken from the forge's PR object."""
+    payload = {"inputs": {}, "ref": ref, "repository": pull["base"]["repo"], "sender": pull["user"],
+               "workflow": WORKFLOW}
+    return _checked(platform, "workflow_dispatch", payload)
+
+
+def _checked(platform: str, event: str, payload: dict[str, Any]) -> dict[str, Any]:
+    problems = event_errors(platform, event, payload)
+    assert not problems, "an event payload the platform could not send:\n" + "\n".join(problems)
+    return payload
+
+
 def action_env(platform: str, pull: dict[str, Any], tmp: Path, workspace: Path, *, api_url: str, token: str,
-               server_url: str | None = None, event: str = "pull_request") -> dict[str, str]:
+               server_url: str | None = None, event: str = "pull_request",
+               action: str | None = None) -> dict[str, str]:
     """The environment the runner gives a container action, with the event payload written to disk."""
-    payload: dict[str, Any] = {"action": "synchronize" if platform == "github" else "synchronized", "number": 7,
-                               "pull_request": pull, "repository": pull["base"]["repo"], "sender": pull["user"]}
     if event == "workflow_dispatch":
-        payload = {"inputs": {}, "ref": "refs/heads/main", "repository": pull["base"]["repo"]}
+        payload = dispatch_event(platform, pull)
+    else:
+        payload = pull_request_event(platform, pull, action)
     path = tmp / f"event-{len(list(tmp.glob('event-*')))}.json"
     path.write_text(json.dumps(payload))
     env = {

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import sysconfig
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,17 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key)
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
+
+
+@pytest.fixture(autouse=True)
+def _fake_forges_spoke_like_the_real_ones() -> Iterator[None]:
+    """Fail a test whose fake forge answered what the real API could not (tests/fakes.py checks each
+    answer against the forge's API description), even if the code under test swallowed the error."""
+    yield
+    fakes = sys.modules.get("fakes")
+    if fakes is not None and fakes.VIOLATIONS:
+        problems, fakes.VIOLATIONS[:] = list(fakes.VIOLATIONS), []
+        pytest.fail("the fake forge said what the real API could not:\n" + "\n".join(problems))
 
 
 def git(cwd: Path | str, *args: str) -> str:

@@ -1,6 +1,9 @@
 """Fake forges for the tests: `GitHubServer` and `GiteaServer` fake the two REST APIs over HTTP
 (through `responses`), answering with the recorded JSON under tests/fixtures/forge/, so that the real
 implementations, and the one sticky-comment algorithm in `bot/forge/_base.py`, are what the tests run.
+Every JSON answer the fakes give (and every request body they receive) is checked against the forge's
+own API description as it goes (tests/apischema.py), and answered as `application/json` like the
+real thing.
 """
 from __future__ import annotations
 
@@ -17,11 +20,17 @@ import responses
 
 from bot.forge import Forge, make_forge
 
+from apischema import request_errors, response_errors
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "forge"
 REPOSITORY = "acme/gitops"
 # A Gitea-shaped token (40 hex digits); the recorded 401 answer quotes it back, as Gitea does.
 TOKEN = "0f6d3c9ab27e41d58c0b7e2f9a4d61c3b5e8f027"
 MARKER = "<!-- flux-wave-bot -->"
+# What a fake server answered (or was sent) that the real API could not have; conftest fails the
+# test on any, even when the code under test swallowed the AssertionError raised at the time.
+VIOLATIONS: list[str] = []
+CHECKED = [0]  # how many JSON answers and request bodies were checked against the API descriptions
 
 
 def fixture(platform: str, name: str) -> Any:
@@ -51,6 +60,7 @@ class ForgeServer:
 
     platform = ""
     api = ""
+    json_type = "application/json"  # the Content-Type header the forge answers JSON with
     bot_comment = "issue_comment_bot.json"
     human_comment = "issue_comment_human.json"
 
@@ -144,10 +154,14 @@ class ForgeServer:
             ("GET", rf"{self._url('/user')}$", "user"),
         ]
         for method, pattern, route in routes:
-            self.rsps.add_callback(method, re.compile(pattern), callback=self._handler(route, re.compile(pattern)))
+            self.rsps.add_callback(method, re.compile(pattern), callback=self._handler(route, re.compile(pattern)),
+                                   content_type=None)
 
     def _handler(self, route: str, pattern: re.Pattern[str]) -> Any:
         def handle(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+            return self._typed(route, *answer(request))
+
+        def answer(request: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
             if not self._auth_ok(request):
                 return 401, {}, self._error(401)
             match = pattern.match(request.url or "")
@@ -165,6 +179,23 @@ class ForgeServer:
 
         return handle
 
+    def _typed(self, route: str, status: int, headers: dict[str, str], body: str) -> tuple[int, dict[str, str], str]:
+        """The answer with the Content-Type the forge would give it, checked against the API
+        description when it is JSON. A body that is not JSON (a proxy's HTML error page) is text/html."""
+        headers = dict(headers)
+        given = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
+        try:
+            parsed = json.loads(body) if body else None
+        except ValueError:
+            parsed, given = None, given or "text/html; charset=utf-8"
+        if given is None and body:
+            given = self.json_type
+        if given is not None and not any(k.lower() == "content-type" for k in headers):
+            headers["Content-Type"] = given
+        if given is not None and "json" in given and body:
+            _violation(response_errors(self.platform, route, status, parsed))
+        return status, headers, body
+
     def _serve(
         self, route: str, match: re.Match[str], request: requests.PreparedRequest
     ) -> tuple[int, dict[str, str], str]:
@@ -175,7 +206,9 @@ class ForgeServer:
             return self._list(request)
         if route == "user":
             return self._user()
-        body = json.loads(request.body or b"{}")["body"]
+        sent = json.loads(request.body or b"{}")
+        _violation(request_errors(self.platform, route, sent))
+        body = sent["body"]
         if route == "create":
             comment = self.add_comment(body, "bot")
             return 201, {}, json.dumps(comment)
@@ -187,6 +220,13 @@ class ForgeServer:
         return 200, {}, json.dumps(comment)
 
 
+def _violation(problems: list[str]) -> None:
+    CHECKED[0] += 1
+    if problems:
+        VIOLATIONS.extend(problems)
+        raise AssertionError("the fake forge was made to say what the real API could not:\n" + "\n".join(problems))
+
+
 def _refuse_sleep(seconds: float) -> None:
     raise AssertionError(f"the forge slept {seconds}s where no retry was expected")
 
@@ -194,6 +234,7 @@ def _refuse_sleep(seconds: float) -> None:
 class GitHubServer(ForgeServer):
     platform = "github"
     api = "https://api.github.com"
+    json_type = "application/json; charset=utf-8"
 
     def __init__(self, rsps: responses.RequestsMock, *, identity: Identity = "actions", per_page: int = 100, **kw: Any):
         self.per_page = per_page  # the page size the server uses, whatever the client asks for
@@ -209,7 +250,7 @@ class GitHubServer(ForgeServer):
             return fixture("github", "issue_comment_bot.json")["user"]
         me = fixture("github", "user_authenticated.json")
         simple = fixture("github", "issue_comment_human.json")["user"].keys()
-        return {k: me[k] for k in simple}
+        return {**{k: me[k] for k in simple}, "user_view_type": "public"}  # others see the public view
 
     def _renumber(self, comment: dict[str, Any], cid: int) -> None:
         comment["id"] = cid
@@ -252,6 +293,7 @@ class GitHubServer(ForgeServer):
 class GiteaServer(ForgeServer):
     platform = "gitea"
     api = "https://gitea.example.com/api/v1"
+    json_type = "application/json;charset=utf-8"
 
     def bot_user(self) -> dict[str, Any]:
         if self.identity == "actions":

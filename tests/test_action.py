@@ -1,7 +1,6 @@
 """`wave-bot run` end to end: real git repositories with a bare origin, each forge's API faked over HTTP."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -46,9 +45,10 @@ class Scenario:
         git(workspace, "checkout", "-q", "--detach", self.head_sha or "main")
         return workspace
 
-    def env(self, workspace: Path, event: str = "pull_request", **extra: str) -> dict[str, str]:
+    def env(self, workspace: Path, event: str = "pull_request", action: str | None = None, **extra: str
+            ) -> dict[str, str]:
         return action_env(self.platform, self.server.pulls[7], self.tmp, workspace, api_url=self.server.api,
-                          token=TOKEN, event=event) | extra
+                          token=TOKEN, event=event, action=action) | extra
 
     def run(self, env: dict[str, str]) -> tuple[int, str]:
         return run_action(env)
@@ -218,11 +218,7 @@ def test_loop_guard_stops_instead_of_committing_again(scenario: Scenario, monkey
 
 def test_unrelated_pull_request_actions_do_nothing(scenario: Scenario) -> None:
     scenario.pr_branch(NEW_SERVICE)
-    env = scenario.env(scenario.checkout())
-    payload = json.loads(Path(env["GITHUB_EVENT_PATH"]).read_text())
-    payload["action"] = "labeled"
-    Path(env["GITHUB_EVENT_PATH"]).write_text(json.dumps(payload))
-    code, log = scenario.run(env)
+    code, log = scenario.run(scenario.env(scenario.checkout(), action="labeled"))
     assert code == 0 and "nothing to do for pull_request action 'labeled'" in log
     assert scenario.server.requests() == []
 

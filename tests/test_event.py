@@ -10,18 +10,14 @@ import pytest
 from bot.errors import WaveBotError
 from bot.event import read_event, read_inputs
 
+from actionkit import dispatch_event, pull_request_event
+
 FORGE = Path(__file__).parent / "fixtures" / "forge"
 
 
 def pr_payload(platform: str, action: str, fixture: str = "pull_request.json") -> dict[str, Any]:
     """A pull_request event payload built around the platform's real PR object."""
-    pr = json.loads((FORGE / platform / fixture).read_text())
-    payload: dict[str, Any] = {"action": action, "number": pr["number"], "pull_request": pr,
-                               "repository": pr["base"]["repo"], "sender": pr["user"]}
-    if platform == "gitea":
-        payload["commit_id"] = ""
-        payload["review"] = None
-    return payload
+    return pull_request_event(platform, json.loads((FORGE / platform / fixture).read_text()), action)
 
 
 def env(platform: str, **extra: str) -> dict[str, str]:
@@ -53,7 +49,7 @@ def test_pull_request_event_of_each_platform(platform: str, action: str) -> None
 
 def test_only_the_number_is_taken_from_the_payload() -> None:
     """The forge's answer is the pull request's one record; the payload's copy may lack anything else."""
-    payload = pr_payload("gitea", "opened", "pull_request_head_deleted.json")
+    payload = pr_payload("gitea", "reopened", "pull_request_head_deleted.json")
     assert read_event(env("gitea"), json.dumps(payload).encode()).pull_number == payload["number"]
     bare = {"action": "opened", "pull_request": {"number": 12}}
     assert read_event(env("github"), json.dumps(bare).encode()).pull_number == 12
@@ -67,8 +63,9 @@ def test_a_payload_without_a_pull_request_number_is_refused(payload: dict[str, o
 
 
 def test_dispatch_has_no_pull_request() -> None:
+    pull = json.loads((FORGE / "github" / "pull_request.json").read_text())
     event = read_event(env("github", GITHUB_EVENT_NAME="workflow_dispatch", GITHUB_REF_NAME="main"),
-                       json.dumps({"inputs": {}, "ref": "refs/heads/main"}).encode())
+                       json.dumps(dispatch_event("github", pull)).encode())
     assert event.pull_number is None and event.ref_name == "main"
 
 

@@ -11,6 +11,7 @@ import pytest
 from bot.cli import main
 
 from conftest import deployment, git, service, write_files
+from sopskit import encrypt
 
 
 def plan(repo: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
@@ -48,12 +49,14 @@ def test_a_new_dependent_of_seerr_creates_wave_3(example_repo: Path, capsys: pyt
 
 
 def test_a_new_wave_holding_a_sops_file_makes_missing_decryption_an_error(
-    example_repo: Path, capsys: pytest.CaptureFixture[str]
+    example_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    secret = (example_repo / "apps/wave-1/nextcloud-bootstrap-secret.sops.yaml").read_text()
+    secret = encrypt(tmp_path / "overseerr-bootstrap-secret.sops.yaml",
+                     "apiVersion: v1\nkind: Secret\nmetadata:\n  name: overseerr-bootstrap\n  namespace: overseerr\n"
+                     "stringData:\n  api-key: 5b0d7c1e9a2f4836\n")
     pr(example_repo, {"catalog/overseerr.yaml": service("overseerr", "seerr"),
                       "apps/overseerr.yaml": deployment("overseerr"),
-                      "apps/overseerr-bootstrap-secret.sops.yaml": secret.replace("nextcloud", "overseerr")})
+                      "apps/overseerr-bootstrap-secret.sops.yaml": secret})
     out = plan(example_repo, capsys)
     assert {(f["overlay"], f["severity"]) for f in by_code(out, "missing-decryption")} == {
         ("clusters/dev", "error"), ("clusters/prod", "error")}
