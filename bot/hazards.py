@@ -256,7 +256,7 @@ def _removed(rid: ResourceId, old: Resource, protected: bool, config: Config) ->
         )
     return Finding(
         code="resource-removed",
-        severity="warning",
+        severity="error",
         message=f"{deleted}, so {old_cr} deletes {rid} when it reconciles: {_loss(rid, config)}. If the data "
                 f"must survive, first merge a change that only adds the annotation {PRUNE_KEY}: {PRUNE_DISABLED} "
                 f"to it, wait until {old_cr} has reconciled it, then delete the file",

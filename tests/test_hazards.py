@@ -346,8 +346,8 @@ def test_deleting_a_file_removes_its_objects(example_repo: Path) -> None:
     findings = hazards(example_repo)
     assert codes(findings) == {"resource-removed"}
     assert sorted((f.severity, f.resource or "") for f in findings) == [
+        ("error", "Namespace pihole"), ("error", "PersistentVolumeClaim pihole/pihole-data"),
         ("info", "Service pihole/pihole"), ("info", "apps/Deployment pihole/pihole"),
-        ("warning", "Namespace pihole"), ("warning", "PersistentVolumeClaim pihole/pihole-data"),
     ]
     pvc = of(findings, "PersistentVolumeClaim pihole/pihole-data")
     assert (pvc.wave, pvc.path, pvc.line, pvc.fix) == (0, "apps/wave-0/pihole.yaml", 9, PRUNE_SNIPPET)
