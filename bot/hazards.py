@@ -39,6 +39,7 @@ from bot.inventory import (
     WaveFile,
 )
 from bot.model import Finding
+from bot.ownership import Copy, Ownership, may_prune, ownership
 from bot.tree import Tree
 
 PRUNE_SNIPPET = f"metadata:\n  annotations:\n    {PRUNE_KEY}: {PRUNE_DISABLED}\n"
@@ -81,15 +82,50 @@ def _where(resource: Resource) -> str:
 
 def hazard_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
     """Every hazard of going from `base` to `now`, sorted. `now.problems` are included."""
+    owned_base, owned_now = ownership(base, config), ownership(now, config)
     findings = [
         *now.problems,
+        *invalid_prune_findings(now),
         *duplicate_findings(now),
-        *move_findings(base, now, config),
-        *gone_findings(base, now, config),
-        *kustomization_removed_findings(base, now, config),
+        *move_findings(base, now, config, owned_base, owned_now),
+        *gone_findings(base, now, config, owned_base, owned_now),
+        *owner_findings(owned_base, owned_now, config),
+        *kustomization_removed_findings(base, now, config, owned_base),
         *wave_emptied_findings(base, now, config),
     ]
+    findings += namespace_findings(findings, owned_base, config)
     return sorted(findings, key=lambda f: (f.sort_key(), f.line or 0))
+
+
+def _owners(base: Inventory, now: Inventory, config: Config,
+            owned: tuple[Ownership | None, Ownership | None]) -> tuple[Ownership, Ownership]:
+    ob, on = owned
+    return (ob if ob is not None else ownership(base, config), on if on is not None else ownership(now, config))
+
+
+def _wave_prunes(ob: Ownership, on: Ownership, config: Config, wave: int) -> bool:
+    """Whether wave `wave`'s Flux Kustomization may garbage-collect what leaves it (either spec)."""
+    return may_prune(ob, on, ob.wave_owner.get(wave, on.wave_owner.get(wave, config.wave_cr_name(wave))))
+
+
+# ---- prune values Flux cannot read ----------------------------------------------------------------
+
+
+def invalid_prune_findings(now: Inventory) -> list[Finding]:
+    """`invalid-prune`: spec.prune that is not a YAML 1.2 boolean (`yes`, `on`, `"true"`, ...)."""
+    return [
+        Finding(
+            code="invalid-prune",
+            severity="error",
+            message=f"{k.path}:{k.line}: the Flux Kustomization {k.name} has spec.prune: {k.prune_value}, which "
+                    "kustomize reads as YAML 1.2, where it is a string, not a boolean: the Kustomization CRD "
+                    "rejects it and Flux cannot apply this revision of the cluster entrypoints. wave-bot assumes "
+                    "it prunes",
+            path=k.path, line=k.line, resource=str(k.id), fix="spec:\n  prune: true\n",
+        )
+        for k in now.flux
+        if k.prune_value and k.prune_value not in ("true", "false", "True", "False", "TRUE", "FALSE")
+    ]
 
 
 # ---- one object in two places ---------------------------------------------------------------------
@@ -122,25 +158,36 @@ def duplicate_findings(now: Inventory) -> list[Finding]:
 # ---- objects moving between waves ---------------------------------------------------------------
 
 
-def move_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
+def move_findings(base: Inventory, now: Inventory, config: Config,
+                  owned_base: Ownership | None = None, owned_now: Ownership | None = None) -> list[Finding]:
     """`later-wave-move` and `earlier-wave-move` for every object that changes wave.
 
-    An object still defined in one of its base waves does not move. Otherwise the earliest wave
-    applying it now is compared with the earliest wave that applied it at base: if it is later, the
-    old wave prunes before the new one adopts.
+    An object still defined in one of its base waves does not move (`owner_findings` checks the
+    copies it leaves). Otherwise the earliest wave applying it now is compared with the earliest
+    wave that applied it at base: if it is later, the old wave prunes before the new one adopts,
+    unless its Flux Kustomization does not prune (with either its old or its new spec). Objects that
+    a Kustomization other than a wave applies, at base or now, are left to `owner_findings`.
     """
+    ob, on = _owners(base, now, config, (owned_base, owned_now))
     findings = []
     for rid, now_found in now.by_id.items():
         base_found = base.by_id.get(rid)
         if not base_found or {r.wave for r in base_found} & {r.wave for r in now_found}:
             continue
+        if _elsewhere(rid, ob, on):
+            continue
         old, new = base_found[0], now_found[0]  # by_id lists definitions by wave first
         if new.wave < old.wave:
             findings.append(_earlier(rid, old, new, config))
-        else:
+        elif _wave_prunes(ob, on, config, old.wave):
             protected = all(r.prune_disabled for r in base_found)
             findings.append(_later(rid, old, new, protected, config))
     return findings
+
+
+def _elsewhere(rid: ResourceId, ob: Ownership, on: Ownership) -> bool:
+    """Whether a Kustomization that is not a wave applies `rid` at base or now."""
+    return any(c.wave is None for c in (*ob.copies.get(rid, ()), *on.copies.get(rid, ())))
 
 
 def _earlier(rid: ResourceId, old: Resource, new: Resource, config: Config) -> Finding:
@@ -184,21 +231,143 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
     )
 
 
+# ---- objects changing Flux Kustomization, across every Kustomization --------------------------
+
+
+def owner_findings(base: Ownership, now: Ownership, config: Config) -> list[Finding]:
+    """What the wave rules above cannot see: Kustomizations that are not waves, and shared copies.
+
+    - `duplicate-resource`: an object that a wave and another Kustomization both apply now.
+    - `cross-kustomization-move`: an object moving between Kustomizations when one of them is not a
+      wave: its old owner deletes it unless a new owner applies the revision before it (one of its
+      dependsOn ancestors); unordered Kustomizations race, so a delete is possible.
+    - `copy-removed`: an object that several Kustomizations applied at base (each one applying it
+      last owns it) loses a copy: the Kustomization that dropped it deletes it if it owned it last,
+      unless one that keeps it applies before it.
+    An object is protected only when every copy deployed at base carries prune: disabled.
+    """
+    findings = []
+    for rid in sorted({*base.copies, *now.copies}):
+        old, new = base.copies.get(rid, ()), now.copies.get(rid, ())
+        if len({c.owner for c in new}) > 1 and any(c.wave is None for c in new):
+            findings.append(_shared(rid, new))
+        if not old or not new:
+            continue
+        if not _elsewhere(rid, base, now) and not ({c.owner for c in old} & {c.owner for c in new}):
+            continue  # between waves: move_findings
+        protected = all(c.prune_disabled for c in old)
+        keepers = {c.owner for c in new}
+        for copy in old:
+            if copy.owner in keepers or now.prunes(copy.owner) is None or not may_prune(base, now, copy.owner):
+                continue  # still applied by it; removed (kustomization-removed); or never prunes
+            if keepers & now.ancestors(copy.owner):
+                continue  # a new owner adopts it before the old one reconciles
+            code = "copy-removed" if keepers & {c.owner for c in old} else "cross-kustomization-move"
+            findings.append(_owner_move(code, rid, copy, new[0], keepers, protected, now, config))
+            break
+    return findings
+
+
+def _shared(rid: ResourceId, copies: Sequence[Copy]) -> Finding:
+    places = ", ".join(f"{c.owner} ({c.path}:{c.line})" for c in copies)
+    return Finding(
+        code="duplicate-resource",
+        severity="error",
+        message=f"{rid} is applied by {len({c.owner for c in copies})} Flux Kustomizations: {places}; each "
+                f"relabels it as its own and strips the other's {PRUNE_KEY} annotation "
+                "(kustomize-controller#1724), and each one that later stops applying it deletes it. "
+                "Keep exactly one definition",
+        path=copies[-1].path, line=copies[-1].line, wave=copies[-1].wave, resource=str(rid),
+    )
+
+
+def _owner_move(code: str, rid: ResourceId, old: Copy, new: Copy, keepers: set[str], protected: bool,
+                now: Ownership, config: Config) -> Finding:
+    names = ", ".join(sorted(keepers))
+    if any(old.owner in now.ancestors(k) for k in keepers):
+        order = f"{old.owner} reconciles first (they dependsOn it), deletes it, and {names} recreates it"
+    else:
+        order = (f"{old.owner} and {names} are not ordered by dependsOn, so they race: if {old.owner} "
+                 "reconciles first, it deletes it before it is adopted")
+    if code == "copy-removed":
+        moves = (f"{rid} was applied by several Kustomizations at base, and the copy {old.owner} applied "
+                 f"({old.path}:{old.line}) is gone: whichever applied it last owns it, so {old.owner} may own it")
+    else:
+        moves = f"{rid} moves from {old.owner} ({old.path}:{old.line}) to {names} ({new.path}:{new.line})"
+    if protected:
+        return Finding(
+            code=code,
+            severity="info",
+            message=f"{moves}; every copy carried {PRUNE_KEY}: {PRUNE_DISABLED} at base, so {old.owner} leaves "
+                    f"it in place and {names} adopts it",
+            path=new.path, line=new.line, wave=new.wave, resource=str(rid),
+        )
+    stateful = is_stateful(rid, config)
+    cost = _loss(rid, config) if stateful else "it is missing in between (a restart, and an outage of what needs it)"
+    return Finding(
+        code=code,
+        severity="error" if stateful else "warning",
+        message=f"{moves}: {order}, so {cost}. Safe procedure: first merge a change that only adds the "
+                f"annotation {PRUNE_KEY}: {PRUNE_DISABLED} to it in {old.path}, wait until {old.owner} has "
+                f"reconciled it (flux get kustomization {old.owner}), then make this move",
+        path=new.path, line=new.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+    )
+
+
+# ---- a deleted Namespace takes everything in it -------------------------------------------------
+
+_DELETING = frozenset({"resource-removed", "resource-dropped", "later-wave-move", "cross-kustomization-move",
+                       "copy-removed"})
+
+
+def namespace_findings(findings: Sequence[Finding], base: Ownership, config: Config) -> list[Finding]:
+    """`namespace-deleted` for every object in a Namespace that one of `findings` says Flux deletes.
+
+    Kubernetes deletes a namespace's objects with it whatever Flux's annotations say, even those
+    another Kustomization still applies.
+    """
+    deleted = {f.resource: f for f in findings if f.code in _DELETING and f.severity == "error"}
+    out = []
+    for rid, copies in sorted(base.copies.items()):
+        if not rid.namespace:
+            continue
+        cause = deleted.get(str(ResourceId("", "Namespace", "", rid.namespace)))
+        if cause is None:
+            continue
+        stateful = is_stateful(rid, config)
+        named = [f for f in findings if f.resource == str(rid) and f.code in _DELETING]
+        if any(f.severity == "error" or not stateful for f in named):
+            continue  # its own finding already says it is deleted
+        cost = f": {_loss(rid, config)}" if stateful else ""
+        out.append(Finding(
+            code="namespace-deleted",
+            severity="error" if stateful else "warning",
+            message=f"{rid} ({copies[0].path}:{copies[0].line}) is in Namespace {rid.namespace}, which this change "
+                    f"deletes ({cause.code}, {cause.path}): Kubernetes deletes everything in a namespace with "
+                    f"it, whichever Kustomization applies it{cost}. Keep the Namespace where it is",
+            path=copies[0].path, line=copies[0].line, wave=copies[0].wave, resource=str(rid),
+        ))
+    return out
+
+
 # ---- objects leaving every wave ------------------------------------------------------------------
 
 
-def gone_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
+def gone_findings(base: Inventory, now: Inventory, config: Config,
+                  owned_base: Ownership | None = None, owned_now: Ownership | None = None) -> list[Finding]:
     """`resource-dropped` / `resource-removed` for every object at base that no wave applies now.
 
     Files are tracked by name, because wave-bot's moves keep names: when a file of the same name is
-    still there (applied or not), the object was dropped rather than deleted on purpose.
+    still there (applied or not), the object was dropped rather than deleted on purpose. A wave
+    whose Flux Kustomization does not prune leaves the object in the cluster, unmanaged.
     """
+    ob, on = _owners(base, now, config, (owned_base, owned_now))
     findings = []
     for rid, base_found in base.by_id.items():
-        if rid in now.by_id:
+        if rid in now.by_id or _elsewhere(rid, ob, on):
             continue
         old = base_found[0]
-        protected = all(r.prune_disabled for r in base_found)
+        protected = all(r.prune_disabled for r in base_found) or not _wave_prunes(ob, on, config, old.wave)
         kept = now.paths_by_name.get(posixpath.basename(old.path))
         if kept:
             findings.append(_dropped(rid, old, kept[0], now, protected, config))
@@ -267,12 +436,18 @@ def _removed(rid: ResourceId, old: Resource, protected: bool, config: Config) ->
 # ---- Flux Kustomizations and waves ---------------------------------------------------------------
 
 
-def kustomization_removed_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
-    """`kustomization-removed`: a pruning Flux Kustomization at base that is gone now (the cutover)."""
+def kustomization_removed_findings(base: Inventory, now: Inventory, config: Config,
+                                   owned_base: Ownership | None = None) -> list[Finding]:
+    """`kustomization-removed`: a pruning Flux Kustomization at base that is gone now (the cutover).
+
+    One that applied nothing at base owns nothing, so its finalizer deletes nothing: no finding.
+    """
+    ob = owned_base if owned_base is not None else ownership(base, config)
+    owning = {c.owner for copies in ob.copies.values() for c in copies}
     return [
         _kustomization_removed(k, base, config)
         for k in base.flux
-        if k.deletes_on_removal and k.id not in now.flux_by_id
+        if k.deletes_on_removal and k.id not in now.flux_by_id and k.name in owning
     ]
 
 

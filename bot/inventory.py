@@ -312,7 +312,7 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
         return _Object(line, None, f"{what} has no {' or '.join(missing)}; every Kubernetes object needs "
                        "apiVersion, kind and metadata.name")
     prune = PRUNE_DISABLED.casefold()
-    depends = []
+    depends: list[str] = []
     while (name := doc.scalars.get((*at, "spec", "dependsOn", len(depends), "name"))) is not None:
         depends.append(name)
     prune_value = get("spec", "prune")
@@ -535,8 +535,8 @@ def _flux_kustomizations(reader: _Reader) -> tuple[FluxKustomization, ...]:
     return tuple(sorted(definitions.values()))
 
 
-def _source_dir(k: FluxKustomization) -> str | None:
-    """The repository directory `k` applies; None for a path leaving the repository."""
+def source_dir(k: FluxKustomization) -> str | None:
+    """The repository directory `k` applies ('' for the root); None for a path leaving the repository."""
     path = posixpath.normpath(k.source_path.lstrip("/") or ".")
     return None if path == ".." or path.startswith("../") else ("" if path == "." else path)
 
@@ -552,7 +552,7 @@ def _other_resources(reader: _Reader, flux: tuple[FluxKustomization, ...]) -> tu
     config = reader.config
     out: list[OwnedResource] = []
     for k in flux:
-        directory = _source_dir(k)
+        directory = source_dir(k)
         if directory is None or (posixpath.dirname(directory) == config.apps_dir
                                  and config.wave_of_dir(posixpath.basename(directory)) is not None):
             continue
@@ -579,9 +579,9 @@ def _applied_files(tree: Tree, directory: str, seen: set[str]) -> list[str]:
         except WaveBotError:
             return []
         items = docs[0].scalars if docs else {}
-        for _, entry in sorted((k, v) for k, v in items.items() if len(k) == 2):
-            path = posixpath.normpath(f"{prefix}{entry}")
-            if "://" in entry or path == ".." or path.startswith("../"):
+        for _, ref in sorted((k, v) for k, v in items.items() if len(k) == 2):
+            path = posixpath.normpath(f"{prefix}{ref}")
+            if "://" in ref or path == ".." or path.startswith("../"):
                 continue
             kind = tree.kind(path)
             if kind == "file":
@@ -599,6 +599,6 @@ def _applied_files(tree: Tree, directory: str, seen: set[str]) -> list[str]:
 
 
 __all__ = [
-    "FluxKustomization", "Inventory", "OwnedResource", "ParseCache", "ParsedFile", "Resource", "ResourceId", "StrayFile",
-    "WaveFile", "clusters_dir", "read_inventory",
+    "FluxKustomization", "Inventory", "OwnedResource", "ParseCache", "ParsedFile", "Resource", "ResourceId",
+    "StrayFile", "WaveFile", "clusters_dir", "read_inventory", "source_dir",
 ]

@@ -30,7 +30,8 @@ from fluxsim import PRUNE, Rid, build, simulate
 
 STATEFUL = {("", "PersistentVolumeClaim"), ("", "PersistentVolume"), ("", "Namespace"),
             ("postgresql.cnpg.io", "Cluster")}
-MOVE_CODES = {"later-wave-move", "resource-dropped", "unordered-move", "kustomization-removed"}
+MOVE_CODES = {"later-wave-move", "resource-dropped", "cross-kustomization-move", "copy-removed",
+              "kustomization-removed", "namespace-deleted"}
 CASES = int(os.environ.get("FLUXSIM_CASES", "300"))
 
 # ---- the model on hand-made transitions ---------------------------------------------------------
@@ -251,7 +252,8 @@ def make_pr(w: World, root: Path) -> None:
         w.deps[t] = []
         write_files(root, {f"catalog/{t}.yaml": service(t)})
     elif w.pr == "add-service":
-        write_files(root, {"catalog/new.yaml": service("new", t), "apps/new.yaml": manifest("new", ["Deployment"], False)})
+        write_files(root, {"catalog/new.yaml": service("new", t),
+                           "apps/new.yaml": manifest("new", ["Deployment"], False)})
     elif w.pr == "delete-file" and app is not None:
         app.unlink()
     elif w.pr == "delete-catalog-entry":
