@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot import yamlio
@@ -38,6 +38,7 @@ from bot.inventory import (
     ResourceId,
     WaveFile,
 )
+from bot.lifecycle import Item
 from bot.model import Finding
 from bot.ownership import Copy, Ownership, may_prune, ownership
 from bot.tree import Tree
@@ -544,15 +545,31 @@ class Reference:
     path: str
     line: int
     what: str
+    key: str = field(default="", compare=False)
+    """The top-level list the line is an item of (resources, patches, ...)."""
+    index: int = field(default=-1, compare=False)
+    text: str = field(default="", compare=False)
+    """The item's first line, as written."""
+
+    @property
+    def item(self) -> Item:
+        return Item(self.path, self.key, self.index)
 
 
 def wave_removed_finding(
-    base: Inventory, wave: int, config: Config, references: Sequence[Reference] = ()
+    base: Inventory, wave: int, config: Config, references: Sequence[Reference] = (), removed: bool = False
 ) -> Finding:
-    """The info finding for a wave wave-bot deletes; `references` are the lines to delete with it."""
+    """The info finding for a wave wave-bot deletes; `references` are the lines to delete with it
+    (`removed`: wave-bot deletes them too, with --fix-overlays)."""
     cr = config.wave_cr_name(wave)
     refs = sorted(references)
-    also = ("; also delete " + "; ".join(f"{r.path}:{r.line} ({r.what})" for r in refs)) if refs else ""
+    listed = "; ".join(f"{r.path}:{r.line} ({r.what})" for r in refs)
+    if refs and removed:
+        also = f", and removes the lines that refer to it: {listed}"
+    elif refs:
+        also = f"; also delete {listed}"
+    else:
+        also = ""
     return Finding(
         code="wave-removed",
         severity="info",
@@ -562,7 +579,31 @@ def wave_removed_finding(
         path=config.wave_cr_path(wave),
         wave=wave,
         resource=_wave_cr_resource(base, config, wave),
-        fix="\n".join(f"{r.path}:{r.line}" for r in refs) or None,
+        fix=None if removed else "\n".join(f"{r.path}:{r.line}" for r in refs) or None,
+    )
+
+
+def wave_removable_finding(base: Inventory, wave: int, config: Config, references: Sequence[Reference]) -> Finding:
+    """`wave-removable`: the wave could go, but lines outside its files refer to it (no --fix-overlays).
+
+    Deleting only the wave's files would leave those lines pointing at nothing and break the
+    overlays, so wave-bot keeps the wave; deleting the lines is the step, the next apply deletes it.
+    """
+    cr = config.wave_cr_name(wave)
+    refs = sorted(references)
+    quoted = "; ".join(f"{r.path}:{r.line} `{r.text.strip()}` ({r.what})" for r in refs)
+    return Finding(
+        code="wave-removable",
+        severity="info",
+        message=f"wave {wave} was already empty at base and is beyond the deepest wave, so it can go ({cr} owns "
+                f"nothing), but these lines refer to it and deleting the wave alone would break the builds: "
+                f"{quoted}. Delete those items (or run `wave-bot apply --fix-overlays`); the next apply then "
+                f"deletes {config.wave_dir(wave)}/ and {config.wave_cr_path(wave)}",
+        path=refs[0].path,
+        line=refs[0].line,
+        wave=wave,
+        resource=_wave_cr_resource(base, config, wave),
+        fix="\n".join(f"{r.path}:{r.line}: {r.text.strip()}" for r in refs),
     )
 
 
@@ -580,7 +621,9 @@ def wave_references(tree: Tree, config: Config, wave: int) -> tuple[Reference, .
     if doc is not None:
         for i, entry in enumerate(_list(doc.value, "resources")):
             if isinstance(entry, str) and posixpath.normpath(entry) == cr_file:
-                found.append(Reference(base_kustomization, doc.info.line(("resources", i)), f"resource {entry}"))
+                line = doc.info.line(("resources", i))
+                found.append(Reference(base_kustomization, line, f"resource {entry}", "resources", i,
+                                       _line_text(tree, base_kustomization, line)))
     for overlay in discover_overlays(tree, config):
         found += _patch_references(tree, f"{overlay}/kustomization.yaml", cr)
     return tuple(sorted(found))
@@ -596,7 +639,8 @@ def _patch_references(tree: Tree, path: str, cr: str) -> list[Reference]:
         for i, entry in enumerate(_list(doc.value, key)):
             what = _patch_target(tree, overlay, entry, cr)
             if what is not None:
-                found.append(Reference(path, doc.info.line((key, i)), what))
+                line = doc.info.line((key, i))
+                found.append(Reference(path, line, what, key, i, _line_text(tree, path, line)))
     return found
 
 
@@ -631,6 +675,11 @@ def _names(data: bytes, path: str, cr: str) -> bool:
     )
 
 
+def _line_text(tree: Tree, path: str, line: int) -> str:
+    lines = tree.read(path).decode(errors="replace").splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
 def _load(tree: Tree, path: str) -> yamlio.Document | None:
     if tree.kind(path) != "file":
         return None
@@ -645,5 +694,5 @@ def _list(value: Any, key: str) -> list[Any]:
 __all__ = [
     "Reference", "duplicate_findings", "gone_findings", "hazard_findings", "is_stateful",
     "kustomization_removed_findings", "move_findings", "removable_waves", "stateful_entry",
-    "wave_emptied_findings", "wave_references", "wave_removed_finding",
+    "wave_emptied_findings", "wave_references", "wave_removable_finding", "wave_removed_finding",
 ]

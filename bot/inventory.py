@@ -552,7 +552,7 @@ def _other_resources(reader: _Reader, flux: tuple[FluxKustomization, ...]) -> tu
     config = reader.config
     out: list[OwnedResource] = []
     for k in flux:
-        directory = source_dir(k)
+        directory = source_dir(k) if k.source_path else None  # no path: a patch file, not a definition
         if directory is None or (posixpath.dirname(directory) == config.apps_dir
                                  and config.wave_of_dir(posixpath.basename(directory)) is not None):
             continue

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import hazards, overlaycheck, overlayfix, render
+from bot import hazards, lifecycle, overlaycheck, overlayfix, render
 from bot.catalog import load_catalog
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.inventory import ParseCache, read_inventory
+from bot.inventory import Inventory, ParseCache, read_inventory
 from bot.model import Change, Finding
 from bot.placement import KUSTOMIZATION, AppFile, existing_waves, place_files
 from bot.tree import PlannedTree, Tree, refuse_link
@@ -113,12 +113,14 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     findings = _placement_findings(files, graph, config) + _restored(tree, files, existing, writes, template, config)
     if base is not None:
         before = read_inventory(base, config, cache)
-        removed = hazards.removable_waves(before, now, max(targets, default=None))
+        removed, references, removal = _removal(tree, before, now, targets, config, fix_overlays)
         waves = tuple(n for n in waves if n not in removed)
         gone = {p for n in removed for p in _wave_files(n, config)}
         writes = [c for c in writes if c.path not in gone]
-        findings += [hazards.wave_removed_finding(before, n, config, hazards.wave_references(tree, config, n))
+        findings += [hazards.wave_removed_finding(before, n, config, references.get(n, ()), removed=fix_overlays)
                      for n in removed]
+        findings += [hazards.wave_removable_finding(before, n, config, refs)
+                     for n, refs in references.items() if n not in removed]
         findings += hazards.hazard_findings(before, now, config)
         deepest_before = max(existing_waves(base, config), default=None)
         # Where each file was at base, from the inventory already read (no second walk of the base).
@@ -126,11 +128,11 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
             **{f.name: f.wave for f in before.stray}, **{f.name: f.wave for f in before.files}}
     else:
         base_waves = None
-        removed = ()
+        removed, removal = (), []
         findings += [*now.problems, *hazards.duplicate_findings(now)]
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
-    changes = [*moves, *writes, *_deletes(tree, removed, config)]
+    changes = [*moves, *writes, *_deletes(tree, removed, config), *removal]
     planned = PlannedTree(tree, changes)
     if fix_overlays:
         changes += overlayfix.fix_overlays(planned, config, waves)
@@ -148,6 +150,26 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         template_source=template_source,
         base_waves=base_waves,
     )
+
+
+def _removal(
+    tree: Tree, before: Inventory, now: Inventory, targets: set[int], config: Config, fix_overlays: bool,
+) -> tuple[tuple[int, ...], dict[int, tuple[hazards.Reference, ...]], list[Change]]:
+    """The waves to delete now, the lines referring to each removable wave, and the edits removing them.
+
+    With --fix-overlays the lines go with the wave. Without it, a wave that lines still refer to
+    stays (deleting it alone would break the builds), and so does every wave below it: waves go from
+    the top down.
+    """
+    removable = hazards.removable_waves(before, now, max(targets, default=None))
+    references = {n: hazards.wave_references(tree, config, n) for n in removable}
+    if fix_overlays:
+        items = [r.item for n in removable for r in references[n]]
+        read = {item.path: tree.read(item.path) for item in items}
+        return removable, references, lifecycle.removal_changes(read, items)
+    blocked = max((n for n in removable if references[n]), default=None)
+    removed = tuple(n for n in removable if blocked is None or n > blocked)
+    return removed, {n: refs for n, refs in references.items() if refs}, []
 
 
 def _wave_files(n: int, config: Config) -> tuple[str, str]:
