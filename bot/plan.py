@@ -166,7 +166,10 @@ def _removal(
     if fix_overlays:
         items = [r.item for n in removable for r in references[n]]
         read = {item.path: tree.read(item.path) for item in items}
-        return removable, references, lifecycle.removal_changes(read, items)
+        try:
+            return removable, references, lifecycle.removal_changes(read, items)
+        except WaveBotError:
+            pass  # a line wave-bot cannot remove safely (a flow-style list, ...): quote it instead
     blocked = max((n for n in removable if references[n]), default=None)
     removed = tuple(n for n in removable if blocked is None or n > blocked)
     return removed, {n: refs for n, refs in references.items() if refs}, []

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from bot.lifecycle import remove_items
 
 from conftest import git, service, snapshot
 
@@ -87,11 +86,3 @@ def test_without_fix_overlays_the_wave_stays_until_its_lines_are_deleted(
     assert "clusters/prod/kustomization.yaml:" in removable["fix"]
     assert "wave-removed" not in codes(out) and "kustomization-removed" not in codes(out)
     builds(example_repo, kubectl)
-
-
-def test_remove_items_keeps_every_other_byte() -> None:
-    data = b"# head\nresources:\n  # the first\n  - a.yaml # a\n  # the second\n  - b.yaml\n  - c.yaml\nx: 1\n"
-    assert remove_items(data, "k.yaml", "resources", [1]) == (
-        b"# head\nresources:\n  # the first\n  - a.yaml # a\n  - c.yaml\nx: 1\n")
-    assert remove_items(data, "k.yaml", "resources", [2]) == (
-        b"# head\nresources:\n  # the first\n  - a.yaml # a\n  # the second\n  - b.yaml\nx: 1\n")
