@@ -550,6 +550,8 @@ class Reference:
     index: int = field(default=-1, compare=False)
     text: str = field(default="", compare=False)
     """The item's first line, as written."""
+    file: str = field(default="", compare=False)
+    """For a patch file: its repository path."""
 
     @property
     def item(self) -> Item:
@@ -614,7 +616,12 @@ def wave_references(tree: Tree, config: Config, wave: int) -> tuple[Reference, .
     `patches` / `patchesStrategicMerge` entries aimed at it (inline patch, patch file, or target
     name).
     """
-    cr, cr_file = config.wave_cr_name(wave), posixpath.basename(config.wave_cr_path(wave))
+    return kustomization_references(tree, config, config.wave_cr_name(wave), config.wave_cr_path(wave))
+
+
+def kustomization_references(tree: Tree, config: Config, cr: str, path: str) -> tuple[Reference, ...]:
+    """Where `tree` refers to the Flux Kustomization `cr`, defined in `path`, outside that file."""
+    cr_file = posixpath.relpath(path, config.base_dir)
     found: list[Reference] = []
     base_kustomization = f"{config.base_dir}/kustomization.yaml"
     doc = _load(tree, base_kustomization)
@@ -640,7 +647,10 @@ def _patch_references(tree: Tree, path: str, cr: str) -> list[Reference]:
             what = _patch_target(tree, overlay, entry, cr)
             if what is not None:
                 line = doc.info.line((key, i))
-                found.append(Reference(path, line, what, key, i, _line_text(tree, path, line)))
+                file = entry.get("path") if isinstance(entry, dict) else entry if isinstance(entry, str) else None
+                found.append(Reference(path, line, what, key, i, _line_text(tree, path, line),
+                                       posixpath.normpath(f"{overlay}/{file}") if what.startswith("patch file")
+                                       and isinstance(file, str) else ""))
     return found
 
 
@@ -693,6 +703,6 @@ def _list(value: Any, key: str) -> list[Any]:
 
 __all__ = [
     "Reference", "duplicate_findings", "gone_findings", "hazard_findings", "is_stateful",
-    "kustomization_removed_findings", "move_findings", "removable_waves", "stateful_entry",
+    "kustomization_references", "kustomization_removed_findings", "move_findings", "removable_waves", "stateful_entry",
     "wave_emptied_findings", "wave_references", "wave_removable_finding", "wave_removed_finding",
 ]

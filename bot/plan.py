@@ -103,16 +103,27 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     existing = existing_waves(tree, config)
     deepest = max(targets | existing, default=None)
     waves = tuple(range(deepest + 1)) if deepest is not None else ()
+    cache = ParseCache()
+    before = read_inventory(base, config, cache) if base is not None else None
+    here = read_inventory(tree, config, cache)
+    cutover = lifecycle.cutover(here, before, config)
+    if cutover is not None and cutover.step == 1:
+        return _release_plan(tree, config, graph, files, existing, cutover, here, before, cache)
     template, template_source = render.resolve_template(tree, config)
+    if cutover is not None and template_source == cutover.legacy.path:
+        # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
+        template = {**template, "spec": {**template["spec"], "prune": True}}
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
     generated = _generated(files, waves, template, config)
     writes = _writes(tree, generated)
+    retired = _retire(tree, config, cutover, waves, fix_overlays) if cutover is not None else []
     # What Flux will apply once this lands, and (against the base) what it will delete.
-    cache = ParseCache()
-    now = read_inventory(PlannedTree(tree, [*moves, *writes]), config, cache)
+    now = read_inventory(PlannedTree(tree, [*moves, *writes, *retired]), config, cache)
     findings = _placement_findings(files, graph, config) + _restored(tree, files, existing, writes, template, config)
-    if base is not None:
-        before = read_inventory(base, config, cache)
+    if cutover is not None:
+        findings.append(lifecycle.step_2_finding(cutover, here, config, waves))
+    if before is not None:
+        assert base is not None
         removed, references, removal = _removal(tree, before, now, targets, config, fix_overlays)
         waves = tuple(n for n in waves if n not in removed)
         gone = {p for n in removed for p in _wave_files(n, config)}
@@ -132,10 +143,10 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         findings += [*now.problems, *hazards.duplicate_findings(now)]
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
-    changes = [*moves, *writes, *_deletes(tree, removed, config), *removal]
+    changes = _compact([*moves, *writes, *retired, *_deletes(tree, removed, config), *removal])
     planned = PlannedTree(tree, changes)
     if fix_overlays:
-        changes += overlayfix.fix_overlays(planned, config, waves)
+        changes = _compact([*changes, *overlayfix.fix_overlays(planned, config, waves)])
         planned = PlannedTree(tree, changes)
     findings += overlaycheck.base_findings(planned, config, waves)
     findings += overlaycheck.new_deepest_wave_findings(planned, config, waves, deepest_before)
@@ -149,6 +160,66 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         findings=tuple(sorted(set(findings), key=Finding.sort_key)),
         template_source=template_source,
         base_waves=base_waves,
+    )
+
+
+def _retire(
+    tree: Tree, config: Config, cutover: lifecycle.Cutover, waves: tuple[int, ...], fix_overlays: bool
+) -> list[Change]:
+    """Cutover step 2: delete the legacy Kustomization's file, the apps directory's own kustomization,
+    every line referring to the legacy Kustomization (its base entry, overlay patches for it) and the
+    patch files only it used. With --fix-overlays the waves' base entries take the legacy entry's
+    place, in its style."""
+    legacy = cutover.legacy
+    refs = hazards.kustomization_references(tree, config, legacy.name, legacy.path)
+    read = {r.path: tree.read(r.path) for r in refs}
+    base_entry = next((r for r in refs if r.key == "resources"), None)
+    if fix_overlays and base_entry is not None:
+        read[base_entry.path] = lifecycle.wave_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
+    changes = lifecycle.removal_changes(read, [r.item for r in refs])
+    changes.append(Change("delete", legacy.path))
+    own = f"{config.apps_dir}/{KUSTOMIZATION}"
+    for path in sorted({r.file for r in refs if r.file} | {own}):
+        if tree.kind(path) == "file" and (path == own or lifecycle.only_patches(tree.read(path), path, legacy.name)):
+            changes.append(Change("delete", path))
+    return changes
+
+
+def _compact(changes: list[Change]) -> list[Change]:
+    """One change per file: later edits of a file written earlier in the list fold into that write."""
+    out: list[Change] = []
+    at: dict[str, int] = {}
+    for change in changes:
+        i = at.get(change.path)
+        if i is not None and change.action == "update" and out[i].action in ("create", "update"):
+            out[i] = dataclasses.replace(out[i], content=change.content)
+            continue
+        if change.action != "move":
+            at[change.path] = len(out)
+        out.append(change)
+    return out
+
+
+def _release_plan(
+    tree: Tree, config: Config, graph: WaveGraph, files: list[AppFile], existing: set[int],
+    cutover: lifecycle.Cutover, here: Inventory, before: Inventory | None, cache: ParseCache,
+) -> Plan:
+    """Cutover step 1: nothing moves; the legacy Kustomization only stops pruning."""
+    release = lifecycle.release_change(tree, cutover.legacy)
+    changes = (release,) if release is not None else ()
+    staying = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
+    findings = [*_placement_findings(staying, graph, config), lifecycle.step_1_finding(cutover, here, config)]
+    if before is not None:
+        now = read_inventory(PlannedTree(tree, changes), config, cache)
+        findings += hazards.hazard_findings(before, now, config)
+    return Plan(
+        config=config,
+        graph=graph,
+        files=tuple(staying),
+        waves=tuple(sorted(existing)),
+        changes=changes,
+        findings=tuple(sorted(set(findings), key=Finding.sort_key)),
+        template_source=cutover.legacy.path,
     )
 
 
