@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot import yamlio
@@ -38,7 +38,9 @@ from bot.inventory import (
     ResourceId,
     WaveFile,
 )
+from bot.lifecycle import Item
 from bot.model import Finding
+from bot.ownership import Copy, Ownership, may_prune, ownership
 from bot.tree import Tree
 
 PRUNE_SNIPPET = f"metadata:\n  annotations:\n    {PRUNE_KEY}: {PRUNE_DISABLED}\n"
@@ -81,15 +83,50 @@ def _where(resource: Resource) -> str:
 
 def hazard_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
     """Every hazard of going from `base` to `now`, sorted. `now.problems` are included."""
+    owned_base, owned_now = ownership(base, config), ownership(now, config)
     findings = [
         *now.problems,
+        *invalid_prune_findings(now),
         *duplicate_findings(now),
-        *move_findings(base, now, config),
-        *gone_findings(base, now, config),
-        *kustomization_removed_findings(base, now, config),
+        *move_findings(base, now, config, owned_base, owned_now),
+        *gone_findings(base, now, config, owned_base, owned_now),
+        *owner_findings(owned_base, owned_now, config),
+        *kustomization_removed_findings(base, now, config, owned_base),
         *wave_emptied_findings(base, now, config),
     ]
+    findings += namespace_findings(findings, owned_base, config)
     return sorted(findings, key=lambda f: (f.sort_key(), f.line or 0))
+
+
+def _owners(base: Inventory, now: Inventory, config: Config,
+            owned: tuple[Ownership | None, Ownership | None]) -> tuple[Ownership, Ownership]:
+    ob, on = owned
+    return (ob if ob is not None else ownership(base, config), on if on is not None else ownership(now, config))
+
+
+def _wave_prunes(ob: Ownership, on: Ownership, config: Config, wave: int) -> bool:
+    """Whether wave `wave`'s Flux Kustomization may garbage-collect what leaves it (either spec)."""
+    return may_prune(ob, on, ob.wave_owner.get(wave, on.wave_owner.get(wave, config.wave_cr_name(wave))))
+
+
+# ---- prune values Flux cannot read ----------------------------------------------------------------
+
+
+def invalid_prune_findings(now: Inventory) -> list[Finding]:
+    """`invalid-prune`: spec.prune that is not a YAML 1.2 boolean (`yes`, `on`, `"true"`, ...)."""
+    return [
+        Finding(
+            code="invalid-prune",
+            severity="error",
+            message=f"{k.path}:{k.line}: the Flux Kustomization {k.name} has spec.prune: {k.prune_value}, which "
+                    "kustomize reads as YAML 1.2, where it is a string, not a boolean: the Kustomization CRD "
+                    "rejects it and Flux cannot apply this revision of the cluster entrypoints. wave-bot assumes "
+                    "it prunes",
+            path=k.path, line=k.line, resource=str(k.id), fix="spec:\n  prune: true\n",
+        )
+        for k in now.flux
+        if k.prune_value and k.prune_value not in ("true", "false", "True", "False", "TRUE", "FALSE")
+    ]
 
 
 # ---- one object in two places ---------------------------------------------------------------------
@@ -122,25 +159,36 @@ def duplicate_findings(now: Inventory) -> list[Finding]:
 # ---- objects moving between waves ---------------------------------------------------------------
 
 
-def move_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
+def move_findings(base: Inventory, now: Inventory, config: Config,
+                  owned_base: Ownership | None = None, owned_now: Ownership | None = None) -> list[Finding]:
     """`later-wave-move` and `earlier-wave-move` for every object that changes wave.
 
-    An object still defined in one of its base waves does not move. Otherwise the earliest wave
-    applying it now is compared with the earliest wave that applied it at base: if it is later, the
-    old wave prunes before the new one adopts.
+    An object still defined in one of its base waves does not move (`owner_findings` checks the
+    copies it leaves). Otherwise the earliest wave applying it now is compared with the earliest
+    wave that applied it at base: if it is later, the old wave prunes before the new one adopts,
+    unless its Flux Kustomization does not prune (with either its old or its new spec). Objects that
+    a Kustomization other than a wave applies, at base or now, are left to `owner_findings`.
     """
+    ob, on = _owners(base, now, config, (owned_base, owned_now))
     findings = []
     for rid, now_found in now.by_id.items():
         base_found = base.by_id.get(rid)
         if not base_found or {r.wave for r in base_found} & {r.wave for r in now_found}:
             continue
+        if _elsewhere(rid, ob, on):
+            continue
         old, new = base_found[0], now_found[0]  # by_id lists definitions by wave first
         if new.wave < old.wave:
             findings.append(_earlier(rid, old, new, config))
-        else:
+        elif _wave_prunes(ob, on, config, old.wave):
             protected = all(r.prune_disabled for r in base_found)
             findings.append(_later(rid, old, new, protected, config))
     return findings
+
+
+def _elsewhere(rid: ResourceId, ob: Ownership, on: Ownership) -> bool:
+    """Whether a Kustomization that is not a wave applies `rid` at base or now."""
+    return any(c.wave is None for c in (*ob.copies.get(rid, ()), *on.copies.get(rid, ())))
 
 
 def _earlier(rid: ResourceId, old: Resource, new: Resource, config: Config) -> Finding:
@@ -184,21 +232,143 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
     )
 
 
+# ---- objects changing Flux Kustomization, across every Kustomization --------------------------
+
+
+def owner_findings(base: Ownership, now: Ownership, config: Config) -> list[Finding]:
+    """What the wave rules above cannot see: Kustomizations that are not waves, and shared copies.
+
+    - `duplicate-resource`: an object that a wave and another Kustomization both apply now.
+    - `cross-kustomization-move`: an object moving between Kustomizations when one of them is not a
+      wave: its old owner deletes it unless a new owner applies the revision before it (one of its
+      dependsOn ancestors); unordered Kustomizations race, so a delete is possible.
+    - `copy-removed`: an object that several Kustomizations applied at base (each one applying it
+      last owns it) loses a copy: the Kustomization that dropped it deletes it if it owned it last,
+      unless one that keeps it applies before it.
+    An object is protected only when every copy deployed at base carries prune: disabled.
+    """
+    findings = []
+    for rid in sorted({*base.copies, *now.copies}):
+        old, new = base.copies.get(rid, ()), now.copies.get(rid, ())
+        if len({c.owner for c in new}) > 1 and any(c.wave is None for c in new):
+            findings.append(_shared(rid, new))
+        if not old or not new:
+            continue
+        if not _elsewhere(rid, base, now) and not ({c.owner for c in old} & {c.owner for c in new}):
+            continue  # between waves: move_findings
+        protected = all(c.prune_disabled for c in old)
+        keepers = {c.owner for c in new}
+        for copy in old:
+            if copy.owner in keepers or now.prunes(copy.owner) is None or not may_prune(base, now, copy.owner):
+                continue  # still applied by it; removed (kustomization-removed); or never prunes
+            if keepers & now.ancestors(copy.owner):
+                continue  # a new owner adopts it before the old one reconciles
+            code = "copy-removed" if keepers & {c.owner for c in old} else "cross-kustomization-move"
+            findings.append(_owner_move(code, rid, copy, new[0], keepers, protected, now, config))
+            break
+    return findings
+
+
+def _shared(rid: ResourceId, copies: Sequence[Copy]) -> Finding:
+    places = ", ".join(f"{c.owner} ({c.path}:{c.line})" for c in copies)
+    return Finding(
+        code="duplicate-resource",
+        severity="error",
+        message=f"{rid} is applied by {len({c.owner for c in copies})} Flux Kustomizations: {places}; each "
+                f"relabels it as its own and strips the other's {PRUNE_KEY} annotation "
+                "(kustomize-controller#1724), and each one that later stops applying it deletes it. "
+                "Keep exactly one definition",
+        path=copies[-1].path, line=copies[-1].line, wave=copies[-1].wave, resource=str(rid),
+    )
+
+
+def _owner_move(code: str, rid: ResourceId, old: Copy, new: Copy, keepers: set[str], protected: bool,
+                now: Ownership, config: Config) -> Finding:
+    names = ", ".join(sorted(keepers))
+    if any(old.owner in now.ancestors(k) for k in keepers):
+        order = f"{old.owner} reconciles first (they dependsOn it), deletes it, and {names} recreates it"
+    else:
+        order = (f"{old.owner} and {names} are not ordered by dependsOn, so they race: if {old.owner} "
+                 "reconciles first, it deletes it before it is adopted")
+    if code == "copy-removed":
+        moves = (f"{rid} was applied by several Kustomizations at base, and the copy {old.owner} applied "
+                 f"({old.path}:{old.line}) is gone: whichever applied it last owns it, so {old.owner} may own it")
+    else:
+        moves = f"{rid} moves from {old.owner} ({old.path}:{old.line}) to {names} ({new.path}:{new.line})"
+    if protected:
+        return Finding(
+            code=code,
+            severity="info",
+            message=f"{moves}; every copy carried {PRUNE_KEY}: {PRUNE_DISABLED} at base, so {old.owner} leaves "
+                    f"it in place and {names} adopts it",
+            path=new.path, line=new.line, wave=new.wave, resource=str(rid),
+        )
+    stateful = is_stateful(rid, config)
+    cost = _loss(rid, config) if stateful else "it is missing in between (a restart, and an outage of what needs it)"
+    return Finding(
+        code=code,
+        severity="error" if stateful else "warning",
+        message=f"{moves}: {order}, so {cost}. Safe procedure: first merge a change that only adds the "
+                f"annotation {PRUNE_KEY}: {PRUNE_DISABLED} to it in {old.path}, wait until {old.owner} has "
+                f"reconciled it (flux get kustomization {old.owner}), then make this move",
+        path=new.path, line=new.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+    )
+
+
+# ---- a deleted Namespace takes everything in it -------------------------------------------------
+
+_DELETING = frozenset({"resource-removed", "resource-dropped", "later-wave-move", "cross-kustomization-move",
+                       "copy-removed"})
+
+
+def namespace_findings(findings: Sequence[Finding], base: Ownership, config: Config) -> list[Finding]:
+    """`namespace-deleted` for every object in a Namespace that one of `findings` says Flux deletes.
+
+    Kubernetes deletes a namespace's objects with it whatever Flux's annotations say, even those
+    another Kustomization still applies.
+    """
+    deleted = {f.resource: f for f in findings if f.code in _DELETING and f.severity == "error"}
+    out = []
+    for rid, copies in sorted(base.copies.items()):
+        if not rid.namespace:
+            continue
+        cause = deleted.get(str(ResourceId("", "Namespace", "", rid.namespace)))
+        if cause is None:
+            continue
+        stateful = is_stateful(rid, config)
+        named = [f for f in findings if f.resource == str(rid) and f.code in _DELETING]
+        if any(f.severity == "error" or not stateful for f in named):
+            continue  # its own finding already says it is deleted
+        cost = f": {_loss(rid, config)}" if stateful else ""
+        out.append(Finding(
+            code="namespace-deleted",
+            severity="error" if stateful else "warning",
+            message=f"{rid} ({copies[0].path}:{copies[0].line}) is in Namespace {rid.namespace}, which this change "
+                    f"deletes ({cause.code}, {cause.path}): Kubernetes deletes everything in a namespace with "
+                    f"it, whichever Kustomization applies it{cost}. Keep the Namespace where it is",
+            path=copies[0].path, line=copies[0].line, wave=copies[0].wave, resource=str(rid),
+        ))
+    return out
+
+
 # ---- objects leaving every wave ------------------------------------------------------------------
 
 
-def gone_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
+def gone_findings(base: Inventory, now: Inventory, config: Config,
+                  owned_base: Ownership | None = None, owned_now: Ownership | None = None) -> list[Finding]:
     """`resource-dropped` / `resource-removed` for every object at base that no wave applies now.
 
     Files are tracked by name, because wave-bot's moves keep names: when a file of the same name is
-    still there (applied or not), the object was dropped rather than deleted on purpose.
+    still there (applied or not), the object was dropped rather than deleted on purpose. A wave
+    whose Flux Kustomization does not prune leaves the object in the cluster, unmanaged.
     """
+    ob, on = _owners(base, now, config, (owned_base, owned_now))
     findings = []
     for rid, base_found in base.by_id.items():
-        if rid in now.by_id:
+        if rid in now.by_id or _elsewhere(rid, ob, on):
             continue
         old = base_found[0]
-        protected = all(r.prune_disabled for r in base_found)
+        protected = all(r.prune_disabled for r in base_found) or not _wave_prunes(ob, on, config, old.wave)
         kept = now.paths_by_name.get(posixpath.basename(old.path))
         if kept:
             findings.append(_dropped(rid, old, kept[0], now, protected, config))
@@ -256,7 +426,7 @@ def _removed(rid: ResourceId, old: Resource, protected: bool, config: Config) ->
         )
     return Finding(
         code="resource-removed",
-        severity="warning",
+        severity="error",
         message=f"{deleted}, so {old_cr} deletes {rid} when it reconciles: {_loss(rid, config)}. If the data "
                 f"must survive, first merge a change that only adds the annotation {PRUNE_KEY}: {PRUNE_DISABLED} "
                 f"to it, wait until {old_cr} has reconciled it, then delete the file",
@@ -267,12 +437,18 @@ def _removed(rid: ResourceId, old: Resource, protected: bool, config: Config) ->
 # ---- Flux Kustomizations and waves ---------------------------------------------------------------
 
 
-def kustomization_removed_findings(base: Inventory, now: Inventory, config: Config) -> list[Finding]:
-    """`kustomization-removed`: a pruning Flux Kustomization at base that is gone now (the cutover)."""
+def kustomization_removed_findings(base: Inventory, now: Inventory, config: Config,
+                                   owned_base: Ownership | None = None) -> list[Finding]:
+    """`kustomization-removed`: a pruning Flux Kustomization at base that is gone now (the cutover).
+
+    One that applied nothing at base owns nothing, so its finalizer deletes nothing: no finding.
+    """
+    ob = owned_base if owned_base is not None else ownership(base, config)
+    owning = {c.owner for copies in ob.copies.values() for c in copies}
     return [
         _kustomization_removed(k, base, config)
         for k in base.flux
-        if k.deletes_on_removal and k.id not in now.flux_by_id
+        if k.deletes_on_removal and k.id not in now.flux_by_id and k.name in owning
     ]
 
 
@@ -369,15 +545,33 @@ class Reference:
     path: str
     line: int
     what: str
+    key: str = field(default="", compare=False)
+    """The top-level list the line is an item of (resources, patches, ...)."""
+    index: int = field(default=-1, compare=False)
+    text: str = field(default="", compare=False)
+    """The item's first line, as written."""
+    file: str = field(default="", compare=False)
+    """For a patch file: its repository path."""
+
+    @property
+    def item(self) -> Item:
+        return Item(self.path, self.key, self.index)
 
 
 def wave_removed_finding(
-    base: Inventory, wave: int, config: Config, references: Sequence[Reference] = ()
+    base: Inventory, wave: int, config: Config, references: Sequence[Reference] = (), removed: bool = False
 ) -> Finding:
-    """The info finding for a wave wave-bot deletes; `references` are the lines to delete with it."""
+    """The info finding for a wave wave-bot deletes; `references` are the lines to delete with it
+    (`removed`: wave-bot deletes them too, with --fix-overlays)."""
     cr = config.wave_cr_name(wave)
     refs = sorted(references)
-    also = ("; also delete " + "; ".join(f"{r.path}:{r.line} ({r.what})" for r in refs)) if refs else ""
+    listed = "; ".join(f"{r.path}:{r.line} ({r.what})" for r in refs)
+    if refs and removed:
+        also = f", and removes the lines that refer to it: {listed}"
+    elif refs:
+        also = f"; also delete {listed}"
+    else:
+        also = ""
     return Finding(
         code="wave-removed",
         severity="info",
@@ -387,7 +581,31 @@ def wave_removed_finding(
         path=config.wave_cr_path(wave),
         wave=wave,
         resource=_wave_cr_resource(base, config, wave),
-        fix="\n".join(f"{r.path}:{r.line}" for r in refs) or None,
+        fix=None if removed else "\n".join(f"{r.path}:{r.line}" for r in refs) or None,
+    )
+
+
+def wave_removable_finding(base: Inventory, wave: int, config: Config, references: Sequence[Reference]) -> Finding:
+    """`wave-removable`: the wave could go, but lines outside its files refer to it (no --fix-overlays).
+
+    Deleting only the wave's files would leave those lines pointing at nothing and break the
+    overlays, so wave-bot keeps the wave; deleting the lines is the step, the next apply deletes it.
+    """
+    cr = config.wave_cr_name(wave)
+    refs = sorted(references)
+    quoted = "; ".join(f"{r.path}:{r.line} `{r.text.strip()}` ({r.what})" for r in refs)
+    return Finding(
+        code="wave-removable",
+        severity="info",
+        message=f"wave {wave} was already empty at base and is beyond the deepest wave, so it can go ({cr} owns "
+                f"nothing), but these lines refer to it and deleting the wave alone would break the builds: "
+                f"{quoted}. Delete those items (or run `wave-bot apply --fix-overlays`); the next apply then "
+                f"deletes {config.wave_dir(wave)}/ and {config.wave_cr_path(wave)}",
+        path=refs[0].path,
+        line=refs[0].line,
+        wave=wave,
+        resource=_wave_cr_resource(base, config, wave),
+        fix="\n".join(f"{r.path}:{r.line}: {r.text.strip()}" for r in refs),
     )
 
 
@@ -398,14 +616,21 @@ def wave_references(tree: Tree, config: Config, wave: int) -> tuple[Reference, .
     `patches` / `patchesStrategicMerge` entries aimed at it (inline patch, patch file, or target
     name).
     """
-    cr, cr_file = config.wave_cr_name(wave), posixpath.basename(config.wave_cr_path(wave))
+    return kustomization_references(tree, config, config.wave_cr_name(wave), config.wave_cr_path(wave))
+
+
+def kustomization_references(tree: Tree, config: Config, cr: str, path: str) -> tuple[Reference, ...]:
+    """Where `tree` refers to the Flux Kustomization `cr`, defined in `path`, outside that file."""
+    cr_file = posixpath.relpath(path, config.base_dir)
     found: list[Reference] = []
     base_kustomization = f"{config.base_dir}/kustomization.yaml"
     doc = _load(tree, base_kustomization)
     if doc is not None:
         for i, entry in enumerate(_list(doc.value, "resources")):
             if isinstance(entry, str) and posixpath.normpath(entry) == cr_file:
-                found.append(Reference(base_kustomization, doc.info.line(("resources", i)), f"resource {entry}"))
+                line = doc.info.line(("resources", i))
+                found.append(Reference(base_kustomization, line, f"resource {entry}", "resources", i,
+                                       _line_text(tree, base_kustomization, line)))
     for overlay in discover_overlays(tree, config):
         found += _patch_references(tree, f"{overlay}/kustomization.yaml", cr)
     return tuple(sorted(found))
@@ -421,7 +646,11 @@ def _patch_references(tree: Tree, path: str, cr: str) -> list[Reference]:
         for i, entry in enumerate(_list(doc.value, key)):
             what = _patch_target(tree, overlay, entry, cr)
             if what is not None:
-                found.append(Reference(path, doc.info.line((key, i)), what))
+                line = doc.info.line((key, i))
+                file = entry.get("path") if isinstance(entry, dict) else entry if isinstance(entry, str) else None
+                found.append(Reference(path, line, what, key, i, _line_text(tree, path, line),
+                                       posixpath.normpath(f"{overlay}/{file}") if what.startswith("patch file")
+                                       and isinstance(file, str) else ""))
     return found
 
 
@@ -456,6 +685,11 @@ def _names(data: bytes, path: str, cr: str) -> bool:
     )
 
 
+def _line_text(tree: Tree, path: str, line: int) -> str:
+    lines = tree.read(path).decode(errors="replace").splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
 def _load(tree: Tree, path: str) -> yamlio.Document | None:
     if tree.kind(path) != "file":
         return None
@@ -469,6 +703,6 @@ def _list(value: Any, key: str) -> list[Any]:
 
 __all__ = [
     "Reference", "duplicate_findings", "gone_findings", "hazard_findings", "is_stateful",
-    "kustomization_removed_findings", "move_findings", "removable_waves", "stateful_entry",
-    "wave_emptied_findings", "wave_references", "wave_removed_finding",
+    "kustomization_references", "kustomization_removed_findings", "move_findings", "removable_waves", "stateful_entry",
+    "wave_emptied_findings", "wave_references", "wave_removable_finding", "wave_removed_finding",
 ]

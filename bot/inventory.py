@@ -59,11 +59,19 @@ _OBJECT_PATHS: frozenset[tuple[str, ...]] = frozenset({
     ("spec", "deletionPolicy"),
     ("spec", "path"),
 })
-_TRUE = frozenset({"true", "yes", "on", "y"})  # sigs.k8s.io/yaml reads YAML 1.1 booleans
+# Flux reads `prune` as kustomize's kyaml emits it: YAML 1.2, where only true/True/TRUE is true.
+# `yes`, `on` and `y` are strings there (kustomize prints them quoted), which the CRD's boolean field
+# rejects, so the root Kustomization cannot apply that revision at all: the live object keeps the
+# spec it had. Such a value is reported (`invalid-prune`) and, for the hazard checks, taken as
+# pruning, the side that loses nothing if it is wrong.
+_TRUE = frozenset({"true"})
+_FALSE = frozenset({"false"})
 
 
 def _capture(path: yamlio.Path) -> bool:
     """Whether `scan` keeps the scalar at `path`; called for every scalar, so kept cheap."""
+    if len(path) == 4 and path[1] == "dependsOn" and path[0] == "spec" and path[3] == "name":
+        return True
     if path and path[0] == "items":  # the items of a List: ("items", i, *one of the paths above)
         return 3 <= len(path) <= 5 and path[2:] in _OBJECT_PATHS
     return len(path) <= 3 and path in _OBJECT_PATHS
@@ -122,6 +130,14 @@ class FluxKustomization:
     """spec.deletionPolicy; '' when unset (Flux's default, MirrorPrune)."""
     source_path: str = ""
     """spec.path: what it applies."""
+    depends_on: tuple[str, ...] = ()
+    """The names in spec.dependsOn (same namespace assumed, as wave-bot generates them)."""
+    prune_value: str = "true"
+    """spec.prune as written, for `invalid-prune`."""
+
+    @property
+    def name(self) -> str:
+        return self.id.name
 
     @property
     def deletes_on_removal(self) -> bool:
@@ -135,6 +151,18 @@ class FluxKustomization:
         return self.prune and self.deletion_policy in ("", "MirrorPrune")
 
 
+@dataclass(frozen=True, order=True)
+class OwnedResource:
+    """One object a Flux Kustomization other than a wave applies."""
+
+    id: ResourceId
+    owner: str
+    """The Flux Kustomization's name."""
+    path: str
+    line: int
+    prune_disabled: bool = False
+
+
 @dataclass(frozen=True)
 class Inventory:
     """Everything the app tier's Flux Kustomizations apply at one revision."""
@@ -145,6 +173,8 @@ class Inventory:
     """Every file a wave applies, sorted by path."""
     stray: tuple[StrayFile, ...] = ()
     flux: tuple[FluxKustomization, ...] = ()
+    others: tuple[OwnedResource, ...] = ()
+    """What the Flux Kustomizations that are not waves apply (platform, a legacy `apps`, ...)."""
     problems: tuple[Finding, ...] = ()
     """`invalid-manifest` findings for what could not be read (those objects are not listed)."""
 
@@ -208,6 +238,8 @@ class _Object:
     flux_prune: bool = False
     deletion_policy: str = ""
     source_path: str = ""
+    depends_on: tuple[str, ...] = ()
+    prune_value: str = ""
 
 
 @dataclass(frozen=True)
@@ -280,15 +312,21 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
         return _Object(line, None, f"{what} has no {' or '.join(missing)}; every Kubernetes object needs "
                        "apiVersion, kind and metadata.name")
     prune = PRUNE_DISABLED.casefold()
+    depends: list[str] = []
+    while (name := doc.scalars.get((*at, "spec", "dependsOn", len(depends), "name"))) is not None:
+        depends.append(name)
+    prune_value = get("spec", "prune")
     return _Object(
         line=line,
         id=ResourceId.of(identity["apiVersion"], identity["kind"], get("metadata", "namespace"),
                          identity["metadata.name"]),
         prune_disabled=prune in (get("metadata", "annotations", PRUNE_KEY).casefold(),
                                  get("metadata", "labels", PRUNE_KEY).casefold()),
-        flux_prune=get("spec", "prune").lower() in _TRUE,
+        flux_prune=prune_value.lower() not in _FALSE if prune_value else False,
         deletion_policy=get("spec", "deletionPolicy"),
         source_path=get("spec", "path"),
+        depends_on=tuple(depends),
+        prune_value=prune_value,
     )
 
 
@@ -341,11 +379,13 @@ def read_inventory(tree: Tree, config: Config, cache: ParseCache | None = None) 
     for entry in tree.entries(config.apps_dir):
         if entry.kind == "file" and is_yaml_name(entry.name) and entry.name != KUSTOMIZATION:
             stray.append(StrayFile(f"{config.apps_dir}/{entry.name}", None))
+    flux = _flux_kustomizations(reader)
     return Inventory(
         waves=tuple(sorted(waves)),
         files=tuple(sorted(files)),
         stray=tuple(sorted(stray)),
-        flux=_flux_kustomizations(reader),
+        flux=flux,
+        others=_other_resources(reader, flux),
         problems=tuple(sorted(reader.problems, key=lambda f: (f.path or "", f.line or 0))),
     )
 
@@ -478,7 +518,8 @@ def _flux_kustomizations(reader: _Reader) -> tuple[FluxKustomization, ...]:
         for obj in parsed.objects if parsed is not None else ():
             if obj.id is None or obj.id.group != FLUX_GROUP or obj.id.kind != "Kustomization":
                 continue
-            record = FluxKustomization(obj.id, path, obj.line, obj.flux_prune, obj.deletion_policy, obj.source_path)
+            record = FluxKustomization(obj.id, path, obj.line, obj.flux_prune, obj.deletion_policy, obj.source_path,
+                                       obj.depends_on, obj.prune_value)
             if path in patch_files:
                 patched.append(record)
             else:
@@ -494,7 +535,70 @@ def _flux_kustomizations(reader: _Reader) -> tuple[FluxKustomization, ...]:
     return tuple(sorted(definitions.values()))
 
 
+def source_dir(k: FluxKustomization) -> str | None:
+    """The repository directory `k` applies ('' for the root); None for a path leaving the repository."""
+    path = posixpath.normpath(k.source_path.lstrip("/") or ".")
+    return None if path == ".." or path.startswith("../") else ("" if path == "." else path)
+
+
+def _other_resources(reader: _Reader, flux: tuple[FluxKustomization, ...]) -> tuple[OwnedResource, ...]:
+    """What each Flux Kustomization that is not a wave applies, read like `kustomize build` would list it.
+
+    A directory with a kustomization.yaml applies its `resources` (files, and directories
+    recursively); without one, Flux generates a kustomization of every YAML file below it, a
+    subdirectory holding a kustomization.yaml taken as one unit. Remote and out-of-repo entries are
+    not followed; Flux Kustomizations themselves are left to the checks on Kustomizations.
+    """
+    config = reader.config
+    out: list[OwnedResource] = []
+    for k in flux:
+        directory = source_dir(k) if k.source_path else None  # no path: a patch file, not a definition
+        if directory is None or (posixpath.dirname(directory) == config.apps_dir
+                                 and config.wave_of_dir(posixpath.basename(directory)) is not None):
+            continue
+        for path in _applied_files(reader.tree, directory, set()):
+            parsed = reader.parse(path, None)
+            for obj in parsed.objects if parsed is not None else ():
+                if obj.id is not None and not (obj.id.group == FLUX_GROUP and obj.id.kind == "Kustomization"):
+                    out.append(OwnedResource(obj.id, k.name, path, obj.line, obj.prune_disabled))
+    return tuple(sorted(out))
+
+
+
+def _applied_files(tree: Tree, directory: str, seen: set[str]) -> list[str]:
+    if directory in seen:
+        return []
+    seen.add(directory)
+    prefix = f"{directory}/" if directory else ""
+    kustomization = f"{prefix}{KUSTOMIZATION}"
+    out: list[str] = []
+    if tree.kind(kustomization) == "file":
+        try:
+            docs = [d for d in yamlio.scan(tree.read(kustomization), kustomization, capture=_resource_item)
+                    if not d.empty]
+        except WaveBotError:
+            return []
+        items = docs[0].scalars if docs else {}
+        for _, ref in sorted((k, v) for k, v in items.items() if len(k) == 2):
+            path = posixpath.normpath(f"{prefix}{ref}")
+            if "://" in ref or path == ".." or path.startswith("../"):
+                continue
+            kind = tree.kind(path)
+            if kind == "file":
+                out.append(path)
+            elif kind == "dir":
+                out += _applied_files(tree, path, seen)
+        return out
+    for entry in tree.entries(directory):
+        path = f"{prefix}{entry.name}"
+        if entry.kind == "file" and is_yaml_name(entry.name):
+            out.append(path)
+        elif entry.kind == "dir":
+            out += _applied_files(tree, path, seen)
+    return out
+
+
 __all__ = [
-    "FluxKustomization", "Inventory", "ParseCache", "ParsedFile", "Resource", "ResourceId", "StrayFile",
-    "WaveFile", "clusters_dir", "read_inventory",
+    "FluxKustomization", "Inventory", "OwnedResource", "ParseCache", "ParsedFile", "Resource", "ResourceId",
+    "StrayFile", "WaveFile", "clusters_dir", "read_inventory", "source_dir",
 ]

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import hazards, overlaycheck, overlayfix, render
+from bot import hazards, lifecycle, overlaycheck, overlayfix, render
 from bot.catalog import load_catalog
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.inventory import ParseCache, read_inventory
+from bot.inventory import Inventory, ParseCache, read_inventory
 from bot.model import Change, Finding
 from bot.placement import KUSTOMIZATION, AppFile, existing_waves, place_files
 from bot.tree import PlannedTree, Tree, refuse_link
@@ -103,22 +103,35 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     existing = existing_waves(tree, config)
     deepest = max(targets | existing, default=None)
     waves = tuple(range(deepest + 1)) if deepest is not None else ()
+    cache = ParseCache()
+    before = read_inventory(base, config, cache) if base is not None else None
+    here = read_inventory(tree, config, cache)
+    cutover = lifecycle.cutover(here, before, config)
+    if cutover is not None and cutover.step == 1:
+        return _release_plan(tree, config, graph, files, existing, cutover, here, before, cache)
     template, template_source = render.resolve_template(tree, config)
+    if cutover is not None and template_source == cutover.legacy.path:
+        # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
+        template = {**template, "spec": {**template["spec"], "prune": True}}
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
     generated = _generated(files, waves, template, config)
     writes = _writes(tree, generated)
+    retired = _retire(tree, config, cutover, waves, fix_overlays) if cutover is not None else []
     # What Flux will apply once this lands, and (against the base) what it will delete.
-    cache = ParseCache()
-    now = read_inventory(PlannedTree(tree, [*moves, *writes]), config, cache)
+    now = read_inventory(PlannedTree(tree, [*moves, *writes, *retired]), config, cache)
     findings = _placement_findings(files, graph, config) + _restored(tree, files, existing, writes, template, config)
-    if base is not None:
-        before = read_inventory(base, config, cache)
-        removed = hazards.removable_waves(before, now, max(targets, default=None))
+    if cutover is not None:
+        findings.append(lifecycle.step_2_finding(cutover, here, config, waves))
+    if before is not None:
+        assert base is not None
+        removed, references, removal = _removal(tree, before, now, targets, config, fix_overlays)
         waves = tuple(n for n in waves if n not in removed)
         gone = {p for n in removed for p in _wave_files(n, config)}
         writes = [c for c in writes if c.path not in gone]
-        findings += [hazards.wave_removed_finding(before, n, config, hazards.wave_references(tree, config, n))
+        findings += [hazards.wave_removed_finding(before, n, config, references.get(n, ()), removed=fix_overlays)
                      for n in removed]
+        findings += [hazards.wave_removable_finding(before, n, config, refs)
+                     for n, refs in references.items() if n not in removed]
         findings += hazards.hazard_findings(before, now, config)
         deepest_before = max(existing_waves(base, config), default=None)
         # Where each file was at base, from the inventory already read (no second walk of the base).
@@ -126,14 +139,14 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
             **{f.name: f.wave for f in before.stray}, **{f.name: f.wave for f in before.files}}
     else:
         base_waves = None
-        removed = ()
+        removed, removal = (), []
         findings += [*now.problems, *hazards.duplicate_findings(now)]
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
-    changes = [*moves, *writes, *_deletes(tree, removed, config)]
+    changes = _compact([*moves, *writes, *retired, *_deletes(tree, removed, config), *removal])
     planned = PlannedTree(tree, changes)
     if fix_overlays:
-        changes += overlayfix.fix_overlays(planned, config, waves)
+        changes = _compact([*changes, *overlayfix.fix_overlays(planned, config, waves)])
         planned = PlannedTree(tree, changes)
     findings += overlaycheck.base_findings(planned, config, waves)
     findings += overlaycheck.new_deepest_wave_findings(planned, config, waves, deepest_before)
@@ -148,6 +161,89 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         template_source=template_source,
         base_waves=base_waves,
     )
+
+
+def _retire(
+    tree: Tree, config: Config, cutover: lifecycle.Cutover, waves: tuple[int, ...], fix_overlays: bool
+) -> list[Change]:
+    """Cutover step 2: delete the legacy Kustomization's file, the apps directory's own kustomization,
+    every line referring to the legacy Kustomization (its base entry, overlay patches for it) and the
+    patch files only it used. With --fix-overlays the waves' base entries take the legacy entry's
+    place, in its style."""
+    legacy = cutover.legacy
+    refs = hazards.kustomization_references(tree, config, legacy.name, legacy.path)
+    read = {r.path: tree.read(r.path) for r in refs}
+    base_entry = next((r for r in refs if r.key == "resources"), None)
+    if fix_overlays and base_entry is not None:
+        read[base_entry.path] = lifecycle.wave_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
+    changes = lifecycle.removal_changes(read, [r.item for r in refs])
+    changes.append(Change("delete", legacy.path))
+    own = f"{config.apps_dir}/{KUSTOMIZATION}"
+    for path in sorted({r.file for r in refs if r.file} | {own}):
+        if tree.kind(path) == "file" and (path == own or lifecycle.only_patches(tree.read(path), path, legacy.name)):
+            changes.append(Change("delete", path))
+    return changes
+
+
+def _compact(changes: list[Change]) -> list[Change]:
+    """One change per file: later edits of a file written earlier in the list fold into that write."""
+    out: list[Change] = []
+    at: dict[str, int] = {}
+    for change in changes:
+        i = at.get(change.path)
+        if i is not None and change.action == "update" and out[i].action in ("create", "update"):
+            out[i] = dataclasses.replace(out[i], content=change.content)
+            continue
+        if change.action != "move":
+            at[change.path] = len(out)
+        out.append(change)
+    return out
+
+
+def _release_plan(
+    tree: Tree, config: Config, graph: WaveGraph, files: list[AppFile], existing: set[int],
+    cutover: lifecycle.Cutover, here: Inventory, before: Inventory | None, cache: ParseCache,
+) -> Plan:
+    """Cutover step 1: nothing moves; the legacy Kustomization only stops pruning."""
+    release = lifecycle.release_change(tree, cutover.legacy)
+    changes = (release,) if release is not None else ()
+    staying = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
+    findings = [*_placement_findings(staying, graph, config), lifecycle.step_1_finding(cutover, here, config)]
+    if before is not None:
+        now = read_inventory(PlannedTree(tree, changes), config, cache)
+        findings += hazards.hazard_findings(before, now, config)
+    return Plan(
+        config=config,
+        graph=graph,
+        files=tuple(staying),
+        waves=tuple(sorted(existing)),
+        changes=changes,
+        findings=tuple(sorted(set(findings), key=Finding.sort_key)),
+        template_source=cutover.legacy.path,
+    )
+
+
+def _removal(
+    tree: Tree, before: Inventory, now: Inventory, targets: set[int], config: Config, fix_overlays: bool,
+) -> tuple[tuple[int, ...], dict[int, tuple[hazards.Reference, ...]], list[Change]]:
+    """The waves to delete now, the lines referring to each removable wave, and the edits removing them.
+
+    With --fix-overlays the lines go with the wave. Without it, a wave that lines still refer to
+    stays (deleting it alone would break the builds), and so does every wave below it: waves go from
+    the top down.
+    """
+    removable = hazards.removable_waves(before, now, max(targets, default=None))
+    references = {n: hazards.wave_references(tree, config, n) for n in removable}
+    if fix_overlays:
+        items = [r.item for n in removable for r in references[n]]
+        read = {item.path: tree.read(item.path) for item in items}
+        try:
+            return removable, references, lifecycle.removal_changes(read, items)
+        except WaveBotError:
+            pass  # a line wave-bot cannot remove safely (a flow-style list, ...): quote it instead
+    blocked = max((n for n in removable if references[n]), default=None)
+    removed = tuple(n for n in removable if blocked is None or n > blocked)
+    return removed, {n: refs for n, refs in references.items() if refs}, []
 
 
 def _wave_files(n: int, config: Config) -> tuple[str, str]:

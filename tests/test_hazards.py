@@ -183,6 +183,7 @@ def test_built_in_stateful_kinds_are_matched_by_group_and_kind(api_version: str,
 
 def test_prune_disabled_at_base_downgrades_the_move_to_info(example_repo: Path) -> None:
     annotate(example_repo, "apps/wave-0/gitea.yaml", "gitea-data")
+    annotate(example_repo, "apps/wave-0/gitea.yaml", "gitea")  # its Namespace: deleting it would take the PVC
     commit(example_repo, "protect gitea-data")
     assert hazards(example_repo) == []  # adding the annotation alone is harmless
     add_dependency(example_repo, "gitea", "gitea-db")
@@ -190,14 +191,30 @@ def test_prune_disabled_at_base_downgrades_the_move_to_info(example_repo: Path) 
     commit(example_repo, "gitea: use a CNPG database")
     findings = hazards(example_repo)
     pvc = of(findings, PVC)
-    assert (pvc.code, pvc.severity, pvc.fix, pvc.line) == ("later-wave-move", "info", None, 9)
+    assert (pvc.code, pvc.severity, pvc.fix, pvc.line) == ("later-wave-move", "info", None, 11)
     assert pvc.message == (
         "PersistentVolumeClaim gitea/gitea-data moves from wave 0 (apps/wave-0/gitea.yaml) to the later wave 1 "
         "(apps/wave-1/gitea.yaml); it carried kustomize.toolkit.fluxcd.io/prune: disabled at base, so apps-wave-0 "
         "leaves it in place and apps-wave-1 adopts it. Once apps-wave-1 owns it, remove the annotation in a later "
         "change if Flux should garbage-collect it again"
     )
-    assert of(findings, "Namespace gitea").severity == "error"  # only the annotated object is protected
+    assert of(findings, "Namespace gitea").severity == "info"
+    assert of(findings, "apps/Deployment gitea/gitea").severity == "warning"  # only annotated objects are protected
+
+
+def test_a_protected_object_goes_with_its_namespace(example_repo: Path) -> None:
+    annotate(example_repo, "apps/wave-0/gitea.yaml", "gitea-data")
+    commit(example_repo, "protect gitea-data only")
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate(example_repo)
+    commit(example_repo, "gitea: use a CNPG database")
+    findings = hazards(example_repo)
+    assert (of(findings, "Namespace gitea").code, of(findings, "Namespace gitea").severity) == (
+        "later-wave-move", "error")
+    pvc = [f for f in findings if f.resource == PVC]
+    assert sorted((f.code, f.severity) for f in pvc) == [("later-wave-move", "info"), ("namespace-deleted", "error")]
+    (gone,) = [f for f in pvc if f.code == "namespace-deleted"]
+    assert "is in Namespace gitea, which this change deletes (later-wave-move" in gone.message
 
 
 def test_an_annotation_added_in_the_same_change_does_not_protect(example_repo: Path) -> None:
@@ -318,6 +335,7 @@ def test_a_file_moved_out_of_the_waves_drops_its_objects(example_repo: Path) -> 
 
 def test_a_protected_object_that_is_dropped_is_a_warning(example_repo: Path) -> None:
     annotate(example_repo, "apps/wave-0/pihole.yaml", "pihole-data")
+    annotate(example_repo, "apps/wave-0/pihole.yaml", "pihole")
     commit(example_repo, "protect")
     edit(example_repo, "apps/wave-0/kustomization.yaml", "  - pihole.yaml\n", "")
     commit(example_repo, "unlist pihole")
@@ -346,8 +364,8 @@ def test_deleting_a_file_removes_its_objects(example_repo: Path) -> None:
     findings = hazards(example_repo)
     assert codes(findings) == {"resource-removed"}
     assert sorted((f.severity, f.resource or "") for f in findings) == [
+        ("error", "Namespace pihole"), ("error", "PersistentVolumeClaim pihole/pihole-data"),
         ("info", "Service pihole/pihole"), ("info", "apps/Deployment pihole/pihole"),
-        ("warning", "Namespace pihole"), ("warning", "PersistentVolumeClaim pihole/pihole-data"),
     ]
     pvc = of(findings, "PersistentVolumeClaim pihole/pihole-data")
     assert (pvc.wave, pvc.path, pvc.line, pvc.fix) == (0, "apps/wave-0/pihole.yaml", 9, PRUNE_SNIPPET)
@@ -367,6 +385,7 @@ def test_deleting_a_file_removes_its_objects(example_repo: Path) -> None:
 
 def test_deleting_a_protected_object_leaves_it_in_the_cluster(example_repo: Path) -> None:
     annotate(example_repo, "apps/wave-0/pihole.yaml", "pihole-data")
+    annotate(example_repo, "apps/wave-0/pihole.yaml", "pihole")
     commit(example_repo, "protect")
     git(example_repo, "rm", "-q", "apps/wave-0/pihole.yaml")
     regenerate(example_repo)

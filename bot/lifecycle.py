@@ -1,0 +1,227 @@
+"""The transitions of the app tier beyond onboarding: removing a wave, and the cutover from `apps`.
+
+Both follow one principle: `apply` performs the next step that is safe for what is deployed (the
+base revision), and the report says which step it is and what comes next.
+
+Removing a wave: once the deployed wave applies nothing, its generated files go together with the
+lines that refer to its Flux Kustomization (the base entry, overlay patches aimed only at it), so
+every overlay keeps building. Without `--fix-overlays` wave-bot keeps the wave and quotes the exact
+lines; deleting them by hand is the step, and the next `apply` deletes the wave.
+
+The cutover (design doc §5.2), for a repository whose app tier is one Flux Kustomization `apps`
+with `path: ./<apps_dir>`:
+- step 1, deployed with prune: true (and no deletionPolicy: Orphan): only `prune: false` on it;
+- step 2, deployed with prune: false (or Orphan): the whole split at once.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot import yamledit, yamlio
+from bot.config import Config
+from bot.errors import WaveBotError
+from bot.inventory import PRUNE_DISABLED, PRUNE_KEY, FluxKustomization, Inventory, OwnedResource, source_dir
+from bot.model import Change, Finding
+from bot.tree import Tree
+
+
+@dataclass(frozen=True, order=True)
+class Item:
+    """One item of a top-level list in a YAML file, to remove."""
+
+    path: str
+    key: str
+    index: int
+
+
+def removal_changes(read: dict[str, bytes], items: Sequence[Item]) -> list[Change]:
+    """The updates that remove `items`; `read` holds the current bytes of every file they are in."""
+    changes = []
+    by_file: dict[tuple[str, str], list[int]] = {}
+    for item in items:
+        by_file.setdefault((item.path, item.key), []).append(item.index)
+    content: dict[str, bytes] = {}
+    for (path, key), indices in sorted(by_file.items()):
+        data = content.get(path, read[path])
+        for index in sorted(set(indices), reverse=True):  # from the end: earlier indices stay valid
+            data = yamledit.remove_item(data, path, key, index)
+        content[path] = data
+    for path, data in sorted(content.items()):
+        changes.append(Change("update", path, content=data))
+    return changes
+
+
+
+# ---- the cutover from the monolithic `apps` Kustomization ----------------------------------------
+
+
+@dataclass(frozen=True)
+class Cutover:
+    """Where a repository with the legacy app tier stands, and the step `apply` takes."""
+
+    legacy: FluxKustomization
+    """The legacy Kustomization as the work tree defines it."""
+    step: int
+    """1: release it (prune: false) first; 2: the whole split."""
+    deployed: str
+    """How the deployed state was learnt: 'the base revision' or 'the work tree (no --base)'."""
+    releases: bool
+    """Whether the legacy Kustomization is deployed so that deleting it deletes nothing."""
+
+
+def legacy_kustomization(inventory: Inventory, config: Config) -> FluxKustomization | None:
+    """The Flux Kustomization that applies the apps directory itself (`path: ./<apps_dir>`)."""
+    found = [k for k in inventory.flux if source_dir(k) == posixpath.normpath(config.apps_dir)]
+    return found[0] if found else None
+
+
+def cutover(tree_inventory: Inventory, base_inventory: Inventory | None, config: Config) -> Cutover | None:
+    """The cutover step for this tree; None when there is no legacy Kustomization."""
+    legacy = legacy_kustomization(tree_inventory, config)
+    if legacy is None:
+        return None
+    deployed: FluxKustomization | None
+    if base_inventory is None:
+        deployed, where = legacy, "the work tree (no --base given, so it is taken as deployed)"
+    else:
+        deployed, where = legacy_kustomization(base_inventory, config), "the base revision"
+    releases = deployed is None or not deployed.deletes_on_removal
+    return Cutover(legacy, 2 if releases else 1, where, releases)
+
+
+def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
+    """Step 1's only edit: `prune: false` (or `deletionPolicy: Orphan`) on the legacy Kustomization.
+
+    Only the value on that one line changes; comments and formatting stay. None when the work tree
+    already releases it (the pull request made step 1 itself).
+    """
+    if not legacy.deletes_on_removal:
+        return None
+    data = tree.read(legacy.path)
+    docs = yamlio.load(data, legacy.path)
+    doc = next(d for d in docs if isinstance(d.value, dict)
+               and (d.value.get("metadata") or {}).get("name") == legacy.name)
+    spec = doc.value.get("spec") or {}
+    if legacy.deletion_policy in ("Delete", "WaitForTermination"):
+        key, value = "deletionPolicy", "Orphan"
+    else:
+        key, value = "prune", "false"
+    lines = data.decode().splitlines(keepends=True)
+    at = doc.info.line(("spec", key)) - 1
+    edited = re.sub(rf"^(\s*{key}:\s*)([^\s#]+|\"[^\"]*\"|'[^']*')", rf"\g<1>{value}", lines[at], count=1)
+    out = "".join([*lines[:at], edited, *lines[at + 1:]]).encode()
+    check = next(d for d in yamlio.load(out, legacy.path) if isinstance(d.value, dict)
+                 and (d.value.get("metadata") or {}).get("name") == legacy.name)
+    want = {**spec, key: False if key == "prune" else value}
+    if key not in spec or check.value.get("spec") != want:
+        raise WaveBotError(f"cannot set spec.{key}: {value} on {legacy.name} by editing one line",
+                           path=legacy.path, line=at + 1, hint=f"set spec.{key}: {value} by hand")
+    return Change("update", legacy.path, content=out)
+
+
+def wave_entries(data: bytes, entry: Item, legacy: FluxKustomization, waves: Sequence[int], config: Config) -> bytes:
+    """The base kustomization with an entry per wave right after the legacy entry, in its style
+    (its comment rewritten for each wave); the legacy entry itself is removed separately."""
+    text = yamledit.item_text(data, entry.path, entry.key, entry.index)
+    legacy_file = posixpath.basename(legacy.path)
+    for k, n in enumerate(waves):
+        mapping = {legacy_file: posixpath.basename(config.wave_cr_path(n)), f"./{config.apps_dir}":
+                   f"./{config.wave_dir(n)}", legacy.name: config.wave_cr_name(n)}
+        if n > 0:
+            mapping.update({d: config.wave_cr_name(n - 1) for d in config.root_depends_on})
+        data = yamledit.insert_item(data, entry.path, entry.key, yamledit.substitute(text, mapping),
+                                    after=entry.index + k)
+    return data
+
+
+def only_patches(data: bytes, path: str, name: str) -> bool:
+    """Whether every document of the patch file `data` is a patch for the Flux Kustomization `name`."""
+    try:
+        docs = yamlio.load(data, path)
+    except WaveBotError:
+        return False
+    return bool(docs) and all(
+        isinstance(d.value, dict) and d.value.get("kind") == "Kustomization"
+        and isinstance(d.value.get("metadata"), dict) and d.value["metadata"].get("name") == name
+        for d in docs
+    )
+
+
+def stateful_objects(inventory: Inventory, legacy: FluxKustomization, config: Config) -> list[OwnedResource]:
+    """The objects the legacy Kustomization applies whose deletion loses data."""
+    from bot.hazards import is_stateful
+
+    return [o for o in inventory.others if o.owner == legacy.name and is_stateful(o.id, config)]
+
+
+def step_1_finding(c: Cutover, inventory: Inventory, config: Config) -> Finding:
+    name, ns = c.legacy.name, c.legacy.id.namespace or "flux-system"
+    stateful = stateful_objects(inventory, c.legacy, config)
+    owned = sum(1 for o in inventory.others if o.owner == name)
+    setting = "prune: false" if c.legacy.deletion_policy not in ("Delete", "WaitForTermination") \
+        else "deletionPolicy: Orphan"
+    annotate = "\n".join(
+        f"kubectl{f' -n {o.id.namespace}' if o.id.namespace else ''} annotate "
+        f"{o.id.kind.lower()}{'.' + o.id.group if o.id.group else ''}/{o.id.name} {PRUNE_KEY}={PRUNE_DISABLED}"
+        for o in stateful
+    )
+    kinds: dict[str, int] = {}
+    for o in stateful:
+        kinds[f"{o.id.group}/{o.id.kind}" if o.id.group else o.id.kind] = kinds.get(
+            f"{o.id.group}/{o.id.kind}" if o.id.group else o.id.kind, 0) + 1
+    listed = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items())) or "no stateful object found"
+    return Finding(
+        code="cutover-step-1",
+        severity="warning",
+        message=f"cutover step 1 of 2: {ns}/{name} ({c.legacy.path}:{c.legacy.line}) is deployed with prune: true "
+                f"(according to {c.deployed}). Splitting the app tier removes it, and deleting a Kustomization "
+                f"that prunes deletes everything it still owns ({owned} object(s) here; the stateful ones: {listed}). "
+                f"So this change only sets {setting} on it, and nothing moves. Next: merge "
+                f"it, wait until it has reconciled (flux get kustomization {name}; kubectl -n {ns} get "
+                f"kustomization {name} -o jsonpath='{{.spec.prune}}' prints false), then run wave-bot again "
+                "(push to this branch, re-run the workflow, or `wave-bot apply --base <the deployed revision> "
+                "--fix-overlays`): step 2 splits the app tier into waves. Optionally protect the stateful objects "
+                "meanwhile with the commands in the fix",
+        path=c.legacy.path,
+        line=c.legacy.line,
+        resource=str(c.legacy.id),
+        fix=annotate or None,
+    )
+
+
+def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequence[int]) -> Finding:
+    name = c.legacy.name
+    stateful = stateful_objects(inventory, c.legacy, config)
+    checks = [f"kubectl get {o.id.kind.lower()}{'.' + o.id.group if o.id.group else ''} "
+              f"{'-n ' + o.id.namespace + ' ' if o.id.namespace else ''}{o.id.name}" for o in stateful]
+    first = stateful[0] if stateful else None
+    label = (f"kubectl{' -n ' + first.id.namespace if first and first.id.namespace else ''} get "
+             f"{first.id.kind.lower()}/{first.id.name} -o jsonpath='{{.metadata.labels.kustomize\\.toolkit\\.fluxcd"
+             "\\.io/name}'" if first else "")
+    verify = "\n".join(["flux get kustomizations", *checks, "kubectl get deploy -A -o wide", *([label] if label
+                                                                                                 else [])])
+    return Finding(
+        code="cutover-step-2",
+        severity="info",
+        message=f"cutover step 2 of 2: {name} is deployed without pruning on removal (according to {c.deployed}), "
+                f"so this change splits the app tier at once: every manifest moves byte for byte into waves "
+                f"{', '.join(map(str, waves))} (generated from {c.legacy.path} as the template, with prune: true), "
+                f"and {c.legacy.path}, its base entry, {config.apps_dir}/kustomization.yaml and the overlay "
+                f"patches (and patch files) only {name} matched are removed. On merge Flux deletes {name} "
+                "without deleting anything it applied, and the waves adopt every object in place. Next: merge, "
+                "then verify with the commands in the fix (waves Ready, databases and PVCs with their original "
+                "age, labels moved to the waves)",
+        path=c.legacy.path,
+        line=c.legacy.line,
+        resource=str(c.legacy.id),
+        fix=verify,
+    )
+
+
+__all__ = [
+    "Cutover", "Item", "cutover", "legacy_kustomization", "only_patches", "release_change", "removal_changes",
+    "stateful_objects", "step_1_finding", "step_2_finding", "wave_entries",
+]

@@ -1,0 +1,202 @@
+"""The cutover from the monolithic `apps` Kustomization (design doc §5.2) on the flattened example.
+
+The flattened example is examples/homelab as it was before the split: every manifest directly in
+apps/ with apps/kustomization.yaml, one Flux Kustomization `apps` (path ./apps, prune: true), one
+decryption patch for it per overlay. `kubectl kustomize` proves every intermediate state builds and
+that the waves apply exactly what `apps` applied.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cli import main
+
+from conftest import EXAMPLE, git
+
+Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
+
+APPS_ENTRY = "  - apps.yaml # Flux Kustomization -> ./apps (dependsOn platform-config)\n"
+DEV_PATCH = """  - patch: |
+      apiVersion: kustomize.toolkit.fluxcd.io/v1
+      kind: Kustomization
+      metadata:
+        name: apps
+        namespace: flux-system
+      spec:
+        decryption:
+          provider: sops
+          secretRef:
+            name: sops-age
+"""
+
+
+def flatten(repo: Path) -> None:
+    """Turn a copy of examples/homelab into its pre-split state and commit it."""
+    names = []
+    for wave in sorted((repo / "apps").glob("wave-*")):
+        for path in sorted(wave.iterdir()):
+            if path.name != "kustomization.yaml":
+                git(repo, "mv", str(path.relative_to(repo)), f"apps/{path.name}")
+                names.append(path.name)
+        git(repo, "rm", "-q", str((wave / "kustomization.yaml").relative_to(repo)))
+    (repo / "apps/kustomization.yaml").write_text(
+        "# The app tier: everything the `apps` Flux Kustomization applies.\n"
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+        + "".join(f"  - {n}\n" for n in sorted(names)))
+    wave0 = (repo / "clusters/base/apps-wave-0.yaml").read_text()
+    body = wave0.split("apiVersion:", 1)[1]
+    (repo / "clusters/base/apps.yaml").write_text(
+        "# The app tier: one Kustomization for all of apps/ (health-gated as a whole).\napiVersion:"
+        + body.replace("name: apps-wave-0", "name: apps").replace("path: ./apps/wave-0", "path: ./apps"))
+    for n in range(3):
+        git(repo, "rm", "-q", f"clusters/base/apps-wave-{n}.yaml", f"clusters/prod/patches/apps-wave-{n}-sops.yaml")
+    base = (repo / "clusters/base/kustomization.yaml").read_text()
+    base = re.sub(r"  - apps-wave-0\.yaml[^\n]*\n  - apps-wave-1\.yaml[^\n]*\n  - apps-wave-2\.yaml[^\n]*\n",
+                  APPS_ENTRY, base)
+    (repo / "clusters/base/kustomization.yaml").write_text(base)
+    dev = (repo / "clusters/dev/kustomization.yaml").read_text()
+    (repo / "clusters/dev/kustomization.yaml").write_text(dev[:dev.index("  - patch: |\n      apiVersion")] + DEV_PATCH)
+    prod = (repo / "clusters/prod/kustomization.yaml").read_text()
+    prod = re.sub(r"  - path: patches/apps-wave-0-sops\.yaml\n.*", "  - path: patches/apps-sops.yaml\n", prod,
+                  flags=re.S)
+    (repo / "clusters/prod/kustomization.yaml").write_text(prod)
+    (repo / "clusters/prod/patches/apps-sops.yaml").write_text(
+        (EXAMPLE / "clusters/prod/patches/apps-wave-0-sops.yaml").read_text().replace("apps-wave-0", "apps"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the monolithic app tier")
+
+
+@pytest.fixture
+def flat_repo(example_repo: Path) -> Path:
+    flatten(example_repo)
+    return example_repo
+
+
+def run(repo: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    code = main([args[0], str(repo), *args[1:], "--format", "json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out else {}
+
+
+def by_code(out: dict[str, Any], code: str) -> list[dict[str, Any]]:
+    return [f for f in out["findings"] if f["code"] == code]
+
+
+def documents(built: str) -> list[str]:
+    return sorted(d.strip() + "\n" for d in built.split("\n---\n") if d.strip())
+
+
+def build_ok(kubectl: Kubectl, path: Path) -> str:
+    result = kubectl(path)
+    assert result.returncode == 0, f"{path}: {result.stderr}"
+    return result.stdout
+
+
+def overlays_build(repo: Path, kubectl: Kubectl) -> dict[str, str]:
+    return {o: build_ok(kubectl, repo / o) for o in ("clusters/dev", "clusters/prod")}
+
+
+def test_the_flattened_example_builds_like_the_seed(flat_repo: Path, kubectl: Kubectl) -> None:
+    built = overlays_build(flat_repo, kubectl)
+    assert "name: apps\n" in built["clusters/dev"] and "apps-wave" not in built["clusters/dev"]
+    assert built["clusters/prod"].count("provider: sops") == 1
+    # The same objects the example's waves build (the design doc's "130 resources" check, here 51).
+    split = sorted(d for n in range(3) for d in documents(build_ok(kubectl, EXAMPLE / f"apps/wave-{n}")))
+    assert documents(build_ok(kubectl, flat_repo / "apps")) == split and len(split) == 51
+
+
+def test_step_1_only_releases_the_legacy_kustomization(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
+    diff = git(flat_repo, "diff", "-U0", "--", "clusters/base/apps.yaml")
+    assert [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
+        "-  prune: true", "+  prune: false"]
+    assert git(flat_repo, "status", "--porcelain").splitlines() == [" M clusters/base/apps.yaml"]
+    (step,) = by_code(out, "cutover-step-1")
+    assert step["severity"] == "warning"
+    assert "cutover step 1 of 2" in step["message"] and "according to the base revision" in step["message"]
+    assert "kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}' prints false" in step["message"]
+    assert "flux get kustomization apps" in step["message"]
+    assert ("kubectl -n nextcloud-db annotate cluster.postgresql.cnpg.io/nextcloud-db "
+            "kustomize.toolkit.fluxcd.io/prune=disabled") in step["fix"].splitlines()
+    assert "kubectl -n pihole annotate persistentvolumeclaim/pihole-data" in step["fix"]
+    assert not [f for f in out["findings"] if f["severity"] == "error"]
+    overlays_build(flat_repo, kubectl)
+    # The PR already made step 1: nothing more to do, the report still says which step this is.
+    code, again = run(flat_repo, capsys, "check", "--base", "HEAD")
+    assert code == 0 and again["changes"] == [] and by_code(again, "cutover-step-1")
+
+
+def test_without_base_the_work_tree_is_taken_as_deployed(flat_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(flat_repo, capsys, "apply")
+    assert code == 0 and out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
+    (step,) = by_code(out, "cutover-step-1")
+    assert "according to the work tree (no --base given, so it is taken as deployed)" in step["message"]
+
+
+def test_step_2_splits_everything_once_step_1_is_deployed(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    legacy = documents(build_ok(kubectl, flat_repo / "apps"))
+    run(flat_repo, capsys, "apply", "--base", "HEAD")
+    git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (step,) = by_code(out, "cutover-step-2")
+    assert "cutover step 2 of 2" in step["message"] and "flux get kustomizations" in step["fix"]
+    assert not [f for f in out["findings"] if f["severity"] == "error"], out["findings"]
+    for gone in ("clusters/base/apps.yaml", "apps/kustomization.yaml"):
+        assert not (flat_repo / gone).exists()
+    assert not list((flat_repo / "apps").glob("*.yaml"))
+    # The waves apply exactly what `apps` applied, byte for byte.
+    waves = sorted((flat_repo / "apps").glob("wave-*"))
+    assert [w.name for w in waves] == ["wave-0", "wave-1", "wave-2"]
+    assert sorted(d for w in waves for d in documents(build_ok(kubectl, w))) == legacy
+    built = overlays_build(flat_repo, kubectl)
+    for overlay, text in built.items():
+        assert "name: apps\n" not in text, overlay
+        for n in range(3):
+            wave = text.split(f"name: apps-wave-{n}\n", 1)[1].split("\n---", 1)[0]
+            assert "provider: sops" in wave and "prune: true" in wave, (overlay, n)
+    base = (flat_repo / "clusters/base/kustomization.yaml").read_text()
+    assert "apps.yaml" not in base.replace("apps-wave-", "") and "- apps-wave-2.yaml" in base
+    assert "# App tier, split into dependency-ordered WAVES." in base  # comments kept
+    git(flat_repo, "add", "-A")
+    git(flat_repo, "commit", "-q", "-m", "step 2: the split")
+    code, after = run(flat_repo, capsys, "check", "--base", "HEAD~1")
+    assert code == 0, [f for f in after["findings"] if f["severity"] == "error"]
+    code, settled = run(flat_repo, capsys, "check", "--base", "HEAD")
+    assert code == 0 and not by_code(settled, "cutover-step-2") and not by_code(settled, "cutover-step-1")
+
+
+def test_step_2_without_fix_overlays_gives_the_snippets_and_still_builds(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    run(flat_repo, capsys, "apply", "--base", "HEAD")
+    git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD")
+    assert code == 0
+    assert {f["wave"] for f in by_code(out, "missing-base-entry")} == {0, 1, 2}
+    assert all("- apps-wave-" in f["fix"] for f in by_code(out, "missing-base-entry"))
+    assert by_code(out, "missing-decryption")
+    overlays_build(flat_repo, kubectl)
+
+
+def test_a_plain_merge_of_the_split_is_still_an_error(flat_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    git(flat_repo, "checkout", "-q", "-b", "naive")
+    git(flat_repo, "rm", "-q", "clusters/base/apps.yaml")
+    git(flat_repo, "commit", "-q", "-m", "drop apps")
+    code, out = run(flat_repo, capsys, "plan", "--base", "main")
+    (removed,) = by_code(out, "kustomization-removed")
+    assert removed["severity"] == "error"

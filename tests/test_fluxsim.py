@@ -1,0 +1,352 @@
+"""wave-bot's prune-hazard findings against `fluxsim`, a model of kustomize-controller.
+
+Random small repositories (a catalog, app manifests with Deployments, PVCs, Namespaces and CNPG
+Clusters, some protected at base) and random pull requests go through the real `wave-bot apply
+--base main --fix-overlays` on real git repositories. The model then replays Flux over the
+transition from the base commit to what wave-bot leaves: every object it deletes in some possible
+history must have a finding naming it (an error when deleting it loses data), and no error claims a
+deletion that the model never performs.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import tempfile
+from contextlib import redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from bot.cli import main
+
+from conftest import service, snapshot, write_files
+from fluxsim import PRUNE, Rid, build, simulate
+
+STATEFUL = {("", "PersistentVolumeClaim"), ("", "PersistentVolume"), ("", "Namespace"),
+            ("postgresql.cnpg.io", "Cluster")}
+MOVE_CODES = {"later-wave-move", "resource-dropped", "cross-kustomization-move", "copy-removed",
+              "kustomization-removed", "namespace-deleted"}
+CASES = int(os.environ.get("FLUXSIM_CASES", "300"))
+
+# ---- the model on hand-made transitions ---------------------------------------------------------
+
+
+def flux_k(name: str, path: str, prune: bool = True, depends: tuple[str, ...] = (), extra: str = "") -> bytes:
+    deps = "".join(f"\n    - name: {d}" for d in depends)
+    return (f"apiVersion: {'kustomize.toolkit.fluxcd.io'}/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n"
+            f"  namespace: flux-system\nspec:\n  path: ./{path}\n  prune: {str(prune).lower()}\n"
+            f"  interval: 10m\n{'  dependsOn:' + deps if deps else ''}\n{extra}").encode()
+
+
+def cm(name: str, protected: bool = False, kind: str = "ConfigMap", api: str = "v1", ns: str = "default") -> bytes:
+    notes = f"\n  annotations:\n    {PRUNE}: disabled" if protected else ""
+    return f"apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n  namespace: {ns}{notes}\n".encode()
+
+
+def two_waves(a: bytes = b"", b: bytes = b"", prune: bool = True) -> dict[str, bytes]:
+    files = {
+        "clusters/base/kustomization.yaml": b"resources: [w0.yaml, w1.yaml]\n",
+        "clusters/base/w0.yaml": flux_k("w0", "apps/w0", prune),
+        "clusters/base/w1.yaml": flux_k("w1", "apps/w1", prune, ("w0",)),
+    }
+    files |= {"apps/w0/a.yaml": a} if a else {"apps/w0/.keep.yaml": b""}
+    files |= {"apps/w1/a.yaml": b} if b else {"apps/w1/.keep.yaml": b""}
+    return files
+
+
+X = Rid("", "ConfigMap", "default", "x")
+
+
+def test_the_model_deletes_an_object_moved_to_a_later_wave_only() -> None:
+    assert simulate(two_waves(a=cm("x")), two_waves(b=cm("x"))).deleted == {X}
+    assert simulate(two_waves(b=cm("x")), two_waves(a=cm("x"))).deleted == set()
+
+
+def test_the_model_honours_only_live_annotations_and_prune_false() -> None:
+    assert simulate(two_waves(a=cm("x", True)), two_waves(b=cm("x"))).deleted == set()
+    assert simulate(two_waves(a=cm("x")), two_waves(b=cm("x", True))).deleted == {X}
+    assert simulate(two_waves(a=cm("x"), prune=False), two_waves(b=cm("x"), prune=False)).deleted == set()
+    # Flipping prune on in the same change: the wave may reconcile with either spec.
+    assert simulate(two_waves(a=cm("x"), prune=False), two_waves(b=cm("x"))).deleted == {X}
+
+
+def test_the_model_races_unordered_kustomizations_and_runs_finalizers() -> None:
+    base = two_waves(a=cm("x"))
+    base["clusters/base/w1.yaml"] = flux_k("w1", "apps/w1")  # no dependsOn: a race
+    head = {**base, "apps/w0/a.yaml": cm("y"), "apps/w1/a.yaml": cm("x")}
+    assert X in simulate(base, head).deleted
+    gone = {**base, "clusters/base/kustomization.yaml": b"resources: [w1.yaml]\n", "apps/w1/a.yaml": cm("x")}
+    del gone["clusters/base/w0.yaml"]
+    outcome = simulate(base, gone)
+    assert outcome.finalizer_deleted("w0") and X in outcome.deleted
+    orphan = {**gone}
+    base_orphan = {**base, "clusters/base/w0.yaml": flux_k("w0", "apps/w0", extra="  deletionPolicy: Orphan\n")}
+    assert simulate(base_orphan, orphan).deleted == set()
+
+
+def test_the_model_deletes_a_namespace_with_everything_in_it() -> None:
+    ns = cm("default", kind="Namespace", ns="")
+    base = two_waves(a=ns + b"---\n" + cm("x", protected=True))
+    head = two_waves(a=cm("x", protected=True))
+    assert simulate(base, head).deleted == {Rid("", "Namespace", "", "default"), X}
+
+
+def test_the_model_lets_either_copy_of_a_contested_object_own_it_at_base() -> None:
+    base = two_waves(a=cm("x"), b=cm("x"))
+    head = two_waves(b=cm("x"))
+    (deletion,) = simulate(base, head).deletions[X]
+    assert deletion.by == "w0" and deletion.recreated
+
+
+def test_the_model_reads_prune_as_yaml_1_2_and_a_failing_build_prunes_nothing() -> None:
+    base = two_waves(a=cm("x"))
+    base["clusters/base/w0.yaml"] = base["clusters/base/w0.yaml"].replace(b"prune: true", b"prune: yes")
+    assert simulate(base, two_waves(b=cm("x"))).deleted == {X}  # the head spec prunes
+    head = {**base, "apps/w0/kustomization.yaml": b"resources: [missing.yaml]\n"}
+    assert build(head, "apps/w0") is None
+    assert simulate(two_waves(a=cm("x")), head).deleted == set()
+
+
+# ---- random repositories and pull requests -------------------------------------------------------
+
+
+@dataclass
+class World:
+    """A small repository: services with their objects, and how the app tier is laid out at base."""
+
+    deps: dict[str, list[str]]
+    objects: dict[str, list[str]]
+    """service -> kinds of objects in its file (Deployment always; PVC, Namespace, Cluster)."""
+    protected: set[str]
+    layout: str
+    """waves | noprune | legacy-prune | legacy-keep"""
+    legacy_kustomization: bool
+    in_platform: str | None
+    """A service whose file the platform Kustomization applies at base (not onboarded yet)."""
+    duplicate: tuple[str, str] | None
+    """(a, b): b's file also defines a's Deployment at base."""
+    pr: str
+    target: str
+    other: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+KINDS = st.lists(st.sampled_from(["PersistentVolumeClaim", "Namespace", "Cluster", "ConfigMap"]), unique=True,
+                 max_size=2)
+PRS = ["add-dependency", "remove-dependencies", "add-service", "delete-file", "delete-catalog-entry",
+       "annotate-and-move", "remove-platform", "rename-waves", "move-from-platform", "prune-on-and-move",
+       "nothing"]
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> World:
+    count = draw(st.integers(1, 4))
+    names = [f"s{i}" for i in range(count)]
+    deps = {n: sorted(set(draw(st.lists(st.sampled_from(names[:i]), max_size=2)))) if i else []
+            for i, n in enumerate(names)}
+    objects = {n: ["Deployment", *draw(KINDS)] for n in names}
+    protected = set(draw(st.lists(st.sampled_from(names), unique=True, max_size=2)))
+    layout = draw(st.sampled_from(["waves", "waves", "waves", "noprune", "legacy-prune", "legacy-keep"]))
+    in_platform = draw(st.one_of(st.none(), st.sampled_from(names))) if count > 1 else None
+    duplicate = None
+    if count > 1 and draw(st.booleans()) and layout.startswith(("waves", "noprune")):
+        a, b = draw(st.permutations(names))[:2]
+        duplicate = (a, b)
+    pr = "nothing" if layout.startswith("legacy") else draw(st.sampled_from(PRS))
+    target, other = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+    return World(deps, objects, protected, layout, draw(st.booleans()), in_platform, duplicate, pr, target, other)
+
+
+def manifest(name: str, kinds: list[str], protected: bool) -> str:
+    notes = f"\n  annotations:\n    {PRUNE}: disabled" if protected else ""
+    docs = []
+    for kind in kinds:
+        if kind == "Namespace":
+            docs.append(f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}{notes}\n")
+            continue
+        api = {"Deployment": "apps/v1", "Cluster": "postgresql.cnpg.io/v1"}.get(kind, "v1")
+        docs.append(f"apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n  namespace: {name}{notes}\n")
+    return "---\n".join(docs)
+
+
+def flux(name: str, path: str, depends: str | None = None, prune: str = "true") -> str:
+    dep = f"  dependsOn:\n    - name: {depends}\n" if depends else ""
+    return (f"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n"
+            f"  namespace: flux-system\nspec:\n{dep}  interval: 10m\n  path: ./{path}\n  prune: {prune}\n"
+            "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+
+
+def kustomization(*resources: str) -> str:
+    return "resources:\n" + "".join(f"  - {r}\n" for r in resources)
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def cli(repo: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main([*args, str(repo), "--format", "json"])
+    return code, json.loads(out.getvalue()) if out.getvalue() else {}
+
+
+def base_files(w: World) -> dict[str, str]:
+    files = {f"catalog/{n}.yaml": service(n, *d) for n, d in w.deps.items()}
+    for n, kinds in w.objects.items():
+        where = "platform" if n == w.in_platform else "apps"
+        files[f"{where}/{n}.yaml"] = manifest(n, kinds, n in w.protected)
+    platform = [f"{w.in_platform}.yaml"] if w.in_platform else []
+    files["platform/kustomization.yaml"] = kustomization("base.yaml", *platform)
+    files["platform/base.yaml"] = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: platform\n"
+    files["platform-config/kustomization.yaml"] = kustomization("config.yaml")
+    files["platform-config/config.yaml"] = manifest("platform-config", ["ConfigMap"], False)
+    resources = ["platform.yaml", "platform-config.yaml"]
+    files["clusters/base/platform.yaml"] = flux("platform", "platform")
+    files["clusters/base/platform-config.yaml"] = flux("platform-config", "platform-config", "platform")
+    if w.layout.startswith("legacy"):
+        prune = "true" if w.layout == "legacy-prune" else "false"
+        files["clusters/base/apps.yaml"] = flux("apps", "apps", "platform-config", prune)
+        resources.append("apps.yaml")
+        if w.legacy_kustomization:
+            apps = sorted(f"{n}.yaml" for n in w.objects if n != w.in_platform)
+            files["apps/kustomization.yaml"] = kustomization(*apps)
+    files["clusters/base/kustomization.yaml"] = kustomization(*resources)
+    files["clusters/dev/kustomization.yaml"] = kustomization("../base")
+    if w.layout == "noprune":
+        files[".wave-bot.yaml"] = ("kustomization_template:\n  spec:\n    interval: 10m\n    prune: false\n"
+                                   "    sourceRef: {kind: GitRepository, name: flux-system}\n")
+    return files
+
+
+def make_base(w: World, root: Path) -> None:
+    write_files(root, base_files(w))
+    if not w.layout.startswith("legacy"):
+        code, _ = cli(root, "apply", "--fix-overlays")
+        assert code == 0
+    if w.duplicate:
+        a, b = w.duplicate
+        path = next(iter([*root.glob(f"apps/*/{b}.yaml"), *root.glob(f"platform/{b}.yaml")]))
+        path.write_text(path.read_text() + "---\n" + manifest(a, ["Deployment"], a in w.protected))
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    git(root, "checkout", "-q", "-b", "pr")
+
+
+def make_pr(w: World, root: Path) -> None:
+    t, o = w.target, w.other
+    catalog = root / "catalog"
+    app = next(iter([*root.glob(f"apps/*/{t}.yaml"), *root.glob(f"apps/{t}.yaml")]), None)
+    if w.pr == "add-dependency" and t != o:
+        if o not in closure(w.deps, t):  # keep the catalog acyclic: t must not be below o already
+            w.deps[t] = sorted({*w.deps[t], o})
+            write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t])})
+    elif w.pr == "remove-dependencies":
+        w.deps[t] = []
+        write_files(root, {f"catalog/{t}.yaml": service(t)})
+    elif w.pr == "add-service":
+        write_files(root, {"catalog/new.yaml": service("new", t),
+                           "apps/new.yaml": manifest("new", ["Deployment"], False)})
+    elif w.pr == "delete-file" and app is not None:
+        app.unlink()
+    elif w.pr == "delete-catalog-entry":
+        (catalog / f"{t}.yaml").unlink()
+        for n, d in w.deps.items():
+            if t in d:
+                write_files(root, {f"catalog/{n}.yaml": service(n, *[x for x in d if x != t])})
+    elif w.pr == "annotate-and-move" and app is not None and t != o and o not in closure(w.deps, t):
+        app.write_text(manifest(t, w.objects[t], True))
+        write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t], o)})
+    elif w.pr == "remove-platform":
+        kust = root / "clusters/base/kustomization.yaml"
+        kust.write_text(kust.read_text().replace("  - platform.yaml\n", ""))
+        (root / "clusters/base/platform.yaml").unlink()
+    elif w.pr == "rename-waves":
+        config = root / ".wave-bot.yaml"
+        config.write_text((config.read_text() if config.exists() else "") + "wave_name: tier-{n}\n")
+    elif w.pr == "move-from-platform" and w.in_platform:
+        n = w.in_platform
+        (root / f"platform/{n}.yaml").rename(root / f"apps/{n}.yaml")
+        kust = root / "platform/kustomization.yaml"
+        kust.write_text(kust.read_text().replace(f"  - {n}.yaml\n", ""))
+    elif w.pr == "prune-on-and-move" and w.layout == "noprune" and t != o and o not in closure(w.deps, t):
+        (root / ".wave-bot.yaml").write_text("")  # back to the built-in template: prune: true
+        write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t], o)})
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", "pr")
+
+
+def closure(deps: dict[str, list[str]], start: str) -> set[str]:
+    """`start` and every node that depends on it, directly or not."""
+    out, grew = {start}, True
+    while grew:
+        grew = False
+        for n, d in deps.items():
+            if n not in out and out & set(d):
+                out.add(n)
+                grew = True
+    return out
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {k: v for k, v in snapshot(root).items() if not k.endswith("/")}
+
+
+def check_findings(outcome_deleted: dict[Rid, Any], findings: list[dict[str, Any]], finalized: Any) -> None:
+    named: dict[str, list[dict[str, Any]]] = {}
+    for f in findings:
+        if f.get("resource"):
+            named.setdefault(f["resource"], []).append(f)
+    removed = {f["resource"].rsplit("/", 1)[1] for f in findings
+               if f["code"] == "kustomization-removed" and f["severity"] == "error"}
+    for rid, how in outcome_deleted.items():
+        if all(d.how == "finalizer" and d.by in removed for d in how):
+            continue  # the error on the removed Kustomization counts what its finalizer deletes
+        about = named.get(str(rid), [])
+        assert about, f"Flux deletes {rid} ({outcome_deleted[rid]}) and no finding names it: {findings}"
+        if (rid.group, rid.kind) in STATEFUL:
+            assert any(f["severity"] == "error" for f in about), f"{rid} is lost without an error: {about}"
+    deleted = {str(rid) for rid in outcome_deleted}
+    for f in findings:
+        if f["severity"] != "error" or f["code"] not in MOVE_CODES:
+            continue
+        if f["code"] == "kustomization-removed":
+            assert finalized(f["resource"].rsplit("/", 1)[1]), f"nothing is deleted, yet: {f}"
+        else:
+            assert f["resource"] in deleted, f"the model deletes nothing here, yet: {f}"
+
+
+PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + ([] if os.environ.get("FLUXSIM_NO_SHRINK") else [Phase.shrink])
+COUNTER = {"cases": 0, "deleting": 0}
+
+
+@settings(max_examples=CASES, deadline=None, derandomize=True, phases=PHASES,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(worlds())
+def test_every_deletion_flux_performs_has_a_finding_and_no_error_is_a_false_alarm(w: World) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        make_base(w, root)
+        base = files_of(root)
+        make_pr(w, root)
+        code, report = cli(root, "apply", "--base", "main", "--fix-overlays")
+        assert code == 0, report
+        head = files_of(root)
+        outcome = simulate(base, head)
+        COUNTER["cases"] += 1
+        COUNTER["deleting"] += bool(outcome.deletions)
+        check_findings(outcome.deletions, report["findings"], outcome.finalizer_deleted)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_counts() -> Any:
+    yield
+    if COUNTER["cases"]:
+        print(f"\nfluxsim: {COUNTER['cases']} cases, {COUNTER['deleting']} where Flux deletes something")

@@ -1,0 +1,88 @@
+"""Removing a wave end to end on the example: every intermediate state builds with `kubectl kustomize`."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cli import main
+
+from conftest import git, service, snapshot
+
+
+def run(repo: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    code = main([args[0], str(repo), *args[1:], "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def codes(out: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for f in out["findings"]:
+        found.setdefault(f["code"], []).append(f)
+    return found
+
+
+def builds(repo: Path, kubectl: Callable[[Path | str], Any]) -> None:
+    for overlay in ("clusters/dev", "clusters/prod"):
+        result = kubectl(repo / overlay)
+        assert result.returncode == 0, result.stderr
+
+
+def empty_wave_2(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's flow: seerr drops its dependencies, is applied and merged: wave 2 is empty, still deployed."""
+    (repo / "catalog/seerr.yaml").write_text(service("seerr"))
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (emptied,) = codes(out)["wave-emptied"]
+    assert emptied["wave"] == 2 and emptied["severity"] == "warning"
+    assert "resources: []" in (repo / "apps/wave-2/kustomization.yaml").read_text()
+    assert "kustomization-removed" not in codes(out)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "seerr: no dependencies")
+
+
+def test_an_emptied_wave_goes_with_its_base_entry_and_overlay_patches(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Callable[[Path | str], Any]
+) -> None:
+    empty_wave_2(example_repo, capsys)
+    builds(example_repo, kubectl)
+    # Deployed: now the empty wave goes, and every line that refers to it.
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (removed,) = codes(out)["wave-removed"]
+    assert "removes the lines that refer to it: clusters/base/kustomization.yaml:16" in removed["message"]
+    for path in ("apps/wave-2/kustomization.yaml", "clusters/base/apps-wave-2.yaml"):
+        assert not (example_repo / path).exists()
+    assert "apps-wave-2" not in (example_repo / "clusters/base/kustomization.yaml").read_text()
+    assert "name: apps-wave-2" not in (example_repo / "clusters/dev/kustomization.yaml").read_text()
+    assert "apps-wave-2-sops.yaml" not in (example_repo / "clusters/prod/kustomization.yaml").read_text()
+    assert (example_repo / "clusters/prod/patches/apps-wave-2-sops.yaml").exists()  # not wave-bot's file
+    # The comment above the wave entries stays, so do the other waves' patches.
+    assert "# a new deepest wave appears (wave-bot flags it)." in (
+        example_repo / "clusters/base/kustomization.yaml").read_text()
+    assert "name: apps-wave-1" in (example_repo / "clusters/dev/kustomization.yaml").read_text()
+    builds(example_repo, kubectl)
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "remove wave 2")
+    # The PR as a whole (base: before wave 2 was removed) has no error and no contradiction.
+    code, out = run(example_repo, capsys, "check", "--base", "HEAD~1")
+    assert code == 0, [f for f in out["findings"] if f["severity"] == "error"]
+    assert "kustomization-removed" not in codes(out)
+
+
+def test_without_fix_overlays_the_wave_stays_until_its_lines_are_deleted(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Callable[[Path | str], Any]
+) -> None:
+    empty_wave_2(example_repo, capsys)
+    before = snapshot(example_repo)
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD")
+    assert code == 0 and snapshot(example_repo) == before  # nothing half-removed
+    (removable,) = codes(out)["wave-removable"]
+    assert "clusters/base/kustomization.yaml:16 `- apps-wave-2.yaml # Flux Kustomization" in removable["message"]
+    assert "clusters/prod/kustomization.yaml:" in removable["fix"]
+    assert "wave-removed" not in codes(out) and "kustomization-removed" not in codes(out)
+    builds(example_repo, kubectl)
