@@ -21,7 +21,7 @@ from ruamel.yaml import YAML
 
 from actionkit import NEW_SERVICE, action_env, push_pr_branch, run_action
 from conftest import GIT_ENV, PROJECT, git, installed_tool, write_files
-from fakes import SERVERS, TOKEN
+from fakes import SERVERS, TOKEN, fixture
 
 ACTION = PROJECT / "action.yml"
 README = PROJECT / "README.md"
@@ -250,8 +250,7 @@ def test_the_image_entrypoint_runs_the_dispatch_with_the_runners_environment(exa
     git(example_repo, "push", "-q", "origin", "HEAD:refs/heads/main")
     workspace = tmp_path / "workspace"
     subprocess.run(["git", "clone", "-q", str(example_repo.parent / "homelab-origin.git"), str(workspace)], check=True)
-    pull = {"base": {"repo": {"full_name": "acme/gitops"}}, "head": {}, "user": {}}
-    env = {k: v for k, v in action_env("github", pull, tmp_path, workspace, api_url="https://api.github.com",
+    env = {k: v for k, v in action_env("github", fixture("github", "pull_request.json"), tmp_path, workspace, api_url="https://api.github.com",
                                        token=TOKEN, event="workflow_dispatch").items() if not k.startswith("INPUT_")}
     env |= runner_inputs(example_with(), token=TOKEN) | GIT_ENV
     env |= {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
