@@ -47,8 +47,9 @@ import requests
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from actionkit import pull_request_event  # noqa: E402
 from conftest import GIT_ENV, PROJECT, deployment, service  # noqa: E402
-from fakes import REPOSITORY, TOKEN, GitHubServer  # noqa: E402
+from fakes import REPOSITORY, TOKEN, VIOLATIONS, GitHubServer  # noqa: E402
 from githttp import GitHttpServer, extraheader  # noqa: E402
 
 RUNNER_UID = 1001
@@ -81,8 +82,8 @@ class _Routes:
         self.routes: list[tuple[str, Any, Any]] = []
         self.calls: list[str] = []
 
-    def add_callback(self, method: str, pattern: Any, callback: Any) -> None:
-        self.routes.append((method, pattern, callback))
+    def add_callback(self, method: str, pattern: Any, callback: Any, **_options: Any) -> None:
+        self.routes.append((method, pattern, callback))  # options (content_type): the callback sets its own
 
     def answer(self, method: str, url: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], str]:
         self.calls.append(f"{method} {url}")
@@ -103,7 +104,8 @@ def serve_api(routes: _Routes) -> ThreadingHTTPServer:
             status, extra, text = routes.answer(self.command, url, dict(self.headers), body)
             data = text.encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
+            if not any(key.lower() == "content-type" for key in extra):
+                self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
             for key, value in extra.items():
                 self.send_header(key, value)
@@ -166,10 +168,10 @@ def checkout_like_actions_checkout(workspace: Path, url: str, server: str, merge
 
 
 def event_payload(pull: dict[str, Any], base: str, head: str) -> dict[str, Any]:
+    """The synchronize event for the PR branch's push, checked against GitHub's webhook schema."""
     pull["head"]["ref"], pull["head"]["sha"] = BRANCH, head
     pull["base"]["ref"], pull["base"]["sha"] = "main", base
-    return {"action": "synchronize", "number": 7, "before": base, "after": head, "pull_request": pull,
-            "repository": pull["base"]["repo"], "sender": pull["user"]}
+    return pull_request_event("github", pull, "synchronize")
 
 
 def action_copy(destination: Path) -> Path:
@@ -311,6 +313,7 @@ def verdict(code: int, log: str, origin: Path, head: str, forge: GitHubServer,
         ("apps/wave-1/tautulli.yaml" in tree and "apps/tautulli.yaml" not in tree, "tautulli moved into wave 1"),
         (len(forge.comments) == 1 and "wave-bot" in forge.comments[0]["body"], "one sticky comment posted"),
         (TOKEN not in log, "the token never appears in the log"),
+        (not VIOLATIONS, f"every API answer and request matched GitHub's API description {VIOLATIONS[:3]}"),
         (not not_owned, f"the workspace is still uid {RUNNER_UID}'s ({len(not_owned)} entries are not: "
                         f"{not_owned[:5]})"),
     ]
