@@ -85,7 +85,7 @@ class _Routes:
         self.routes: list[tuple[str, Any, Any]] = []
         self.calls: list[str] = []
 
-    def add_callback(self, method: str, pattern: Any, callback: Any) -> None:
+    def add_callback(self, method: str, pattern: Any, callback: Any, **_options: Any) -> None:
         self.routes.append((method, pattern, callback))
 
     def answer(self, method: str, url: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], str]:
@@ -107,7 +107,8 @@ def serve_api(routes: _Routes) -> ThreadingHTTPServer:
             status, extra, text = routes.answer(self.command, url, dict(self.headers), body)
             data = text.encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
+            if not any(key.lower() == "content-type" for key in extra):  # the fake names it
+                extra = {"Content-Type": "application/json; charset=utf-8", **extra}
             self.send_header("Content-Length", str(len(data)))
             for key, value in extra.items():
                 self.send_header(key, value)
