@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from bot import yamlio
 from bot.errors import WaveBotError
 from bot.naming import did_you_mean, is_dns_label, is_safe_relpath, shown
+from bot.side import SIDE_SUFFIX, Side, Slot
 
 if TYPE_CHECKING:
     from bot.tree import Tree
@@ -44,33 +45,72 @@ class Config:
     overlays: tuple[str, ...] | None = None
     decryption_secret: str = "sops-age"
     stateful_kinds: tuple[str, ...] = ()
+    non_gating: tuple[str, ...] = ()
+    """Units that go to their wave's side branch: applied after what they need, gating nobody."""
+    side_name: str = "{wave_name}-side"
+    """The name of wave N's side branch; `{wave_name}` is wave N's name, `{n}` its number."""
     source: str = field(default=CONFIG_FILE, compare=False)
+    non_gating_lines: tuple[int, ...] = field(default=(), compare=False)
+    """The line of each `non_gating` entry, for messages."""
 
-    def wave_dir(self, n: int) -> str:
+    def wave_dir(self, n: Slot) -> str:
+        if isinstance(n, Side):
+            return f"{self.apps_dir}/{WAVE_DIR_PREFIX}{n.wave}{SIDE_SUFFIX}"
         return f"{self.apps_dir}/{WAVE_DIR_PREFIX}{n}"
 
-    def wave_cr_name(self, n: int) -> str:
+    def wave_cr_name(self, n: Slot) -> str:
+        if isinstance(n, Side):
+            return self.side_pattern().replace("{n}", str(n.wave))
         return self.wave_name.replace("{n}", str(n))
 
-    def wave_cr_path(self, n: int) -> str:
+    def wave_cr_path(self, n: Slot) -> str:
         return f"{self.base_dir}/{self.wave_cr_name(n)}.yaml"
 
+    def wave_depends_on(self, n: Slot) -> tuple[str, ...]:
+        """What wave n's Flux Kustomization (or its side branch's) depends on: wave N-1, or the root."""
+        wave = n.wave if isinstance(n, Side) else n
+        return self.root_depends_on if wave == 0 else (self.wave_cr_name(wave - 1),)
+
+    def side_pattern(self) -> str:
+        return self.side_name.replace("{wave_name}", self.wave_name)
+
     def wave_of_dir(self, name: str) -> int | None:
-        """`wave-3` -> 3; anything else (including `wave-03`) -> None."""
+        """`wave-3` -> 3; anything else (including `wave-03` and `wave-3-side`) -> None."""
         digits = name[len(WAVE_DIR_PREFIX):] if name.startswith(WAVE_DIR_PREFIX) else ""
-        return int(digits) if digits.isdigit() and str(int(digits)) == digits else None
+        return _number(digits)
+
+    def slot_of_dir(self, name: str) -> Slot | None:
+        """`wave-3` -> 3, `wave-3-side` -> Side(3); anything else -> None."""
+        if name.endswith(SIDE_SUFFIX):
+            wave = self.wave_of_dir(name[: -len(SIDE_SUFFIX)])
+            return Side(wave) if wave is not None else None
+        return self.wave_of_dir(name)
 
     def wave_of_cr_file(self, name: str) -> int | None:
         """`apps-wave-3.yaml` -> 3 for this config's `wave_name`; anything else -> None."""
-        prefix, _, suffix = self.wave_name.partition("{n}")
-        suffix += ".yaml"
-        if not (name.startswith(prefix) and name.endswith(suffix)):
-            return None
-        digits = name[len(prefix): len(name) - len(suffix)]
-        return int(digits) if digits.isdigit() and str(int(digits)) == digits else None
+        return _match(self.wave_name, name)
+
+    def slot_of_cr_file(self, name: str) -> Slot | None:
+        """`apps-wave-3.yaml` -> 3, `apps-wave-3-side.yaml` -> Side(3); anything else -> None."""
+        wave = _match(self.side_pattern(), name)
+        return Side(wave) if wave is not None else self.wave_of_cr_file(name)
 
 
-_STR_LISTS = ("root_depends_on", "leaf_patterns", "file_suffixes", "stateful_kinds", "overlays")
+def _number(digits: str) -> int | None:
+    return int(digits) if digits.isdigit() and str(int(digits)) == digits else None
+
+
+def _match(pattern: str, name: str) -> int | None:
+    """The number `{n}` stands for when `name` is `pattern`.yaml; None when it is not."""
+    prefix, _, suffix = pattern.partition("{n}")
+    suffix += ".yaml"
+    if not (name.startswith(prefix) and name.endswith(suffix)) or len(name) < len(prefix) + len(suffix):
+        return None
+    return _number(name[len(prefix): len(name) - len(suffix)])
+
+
+_STR_LISTS = ("root_depends_on", "leaf_patterns", "file_suffixes", "stateful_kinds", "overlays", "non_gating")
+_INTERNAL = ("source", "non_gating_lines")
 _PATHS = ("catalog_dir", "apps_dir", "base_dir")
 _TEMPLATE_KEYS = {"apiVersion", "kind", "metadata", "spec"}
 _BOT_OWNED = {("metadata", "name"), ("spec", "path"), ("spec", "dependsOn")}
@@ -93,7 +133,7 @@ def parse_config(data: bytes, path: str) -> Config:
         return Config(source=path)
     if not isinstance(doc.value, dict):
         raise WaveBotError("the config must be a mapping of keys", path=path, line=doc.info.start_line)
-    known = [f.name for f in dataclasses.fields(Config) if f.name != "source"]
+    known = [f.name for f in dataclasses.fields(Config) if f.name not in _INTERNAL]
     values: dict[str, Any] = {"source": path}
     for key, value in doc.value.items():
         line = doc.info.line((key,))
@@ -105,8 +145,12 @@ def parse_config(data: bytes, path: str) -> Config:
                 hint=f"valid keys: {', '.join(known)}",
             )
         values[key] = _convert(key, value, path, doc.info)
+    if "non_gating" in values:
+        values["non_gating_lines"] = tuple(doc.info.line(("non_gating", i)) for i in range(len(values["non_gating"])))
     config = Config(**values)
     _check_wave_name(config, path, doc.info.line(("wave_name",)))
+    _check_side_name(config, path, doc.info.line(("side_name",)))
+    _check_non_gating(config, path)
     return config
 
 
@@ -126,7 +170,7 @@ def _convert(key: str, value: Any, path: str, info: yamlio.DocInfo) -> Any:
         if not isinstance(value, str) or not is_safe_relpath(value):
             raise _bad(key, "a relative path inside the repository (no '..', no leading '/')", path, line)
         return value
-    if key in ("wave_name", "decryption_secret"):
+    if key in ("wave_name", "decryption_secret", "side_name"):
         if not isinstance(value, str) or not value:
             raise _bad(key, "a non-empty string", path, line)
         return value
@@ -184,3 +228,32 @@ def _check_wave_name(config: Config, path: str, line: int) -> None:
             line=line,
         )
 
+
+
+def _check_side_name(config: Config, path: str, line: int) -> None:
+    pattern = config.side_pattern()
+    name = config.wave_cr_name(Side(0))
+    if pattern.count("{n}") != 1 or not is_dns_label(name):
+        raise WaveBotError(
+            f"'side_name' must contain '{{wave_name}}' or '{{n}}' once and give a DNS-1123 name, got "
+            f"{shown(config.side_name)}",
+            path=path,
+            line=line,
+            hint="the default is '{wave_name}-side' (apps-wave-1-side for wave 1)",
+        )
+    if config.wave_of_cr_file(f"{name}.yaml") is not None or _match(pattern, f"{config.wave_cr_name(0)}.yaml") == 0:
+        raise WaveBotError(
+            f"'side_name' gives {shown(name)} for wave 0's side branch, which is also a wave's name",
+            path=path,
+            line=line,
+            hint="make side branch names differ from wave names, e.g. '{wave_name}-side'",
+        )
+
+
+def _check_non_gating(config: Config, path: str) -> None:
+    seen: set[str] = set()
+    for name, line in zip(config.non_gating, config.non_gating_lines, strict=False):
+        if name in seen:
+            raise WaveBotError(f"'non_gating' lists '{name}' twice", path=path, line=line,
+                               hint="list each unit once")
+        seen.add(name)

@@ -7,6 +7,7 @@ from typing import Any
 from bot.config import Config
 from bot.kustomize import Build, Object
 from bot.render import FLUX_GROUP
+from bot.side import Slot
 
 SOPS = "sops"
 ENCRYPTED = "its *.sops.yaml files would be applied still encrypted, corrupting the Secrets they hold"
@@ -32,11 +33,11 @@ def decryption_problem(value: Mapping[str, Any], config: Config) -> str | None:
     return None
 
 
-def wave_objects(result: Build, config: Config, n: int) -> list[Object]:
+def wave_objects(result: Build, config: Config, n: Slot) -> list[Object]:
     return result.find("Kustomization", FLUX_GROUP, config.wave_cr_name(n))
 
 
-def wave_problem(result: Build, config: Config, n: int) -> str | None:
+def wave_problem(result: Build, config: Config, n: Slot) -> str | None:
     """Why wave `n` lacks decryption in `result`; None when it has it or is not in the build."""
     for obj in wave_objects(result, config, n):
         problem = decryption_problem(obj.value, config)
@@ -45,8 +46,9 @@ def wave_problem(result: Build, config: Config, n: int) -> str | None:
     return None
 
 
-def wave_of(name: str, config: Config) -> int | None:
-    return config.wave_of_cr_file(f"{name}.yaml")
+def wave_of(name: str, config: Config) -> Slot | None:
+    """The wave (or side branch) whose Flux Kustomization is named `name`; None for any other name."""
+    return config.slot_of_cr_file(f"{name}.yaml")
 
 
 __all__ = ["ENCRYPTED", "SOPS", "decryption_problem", "wave_objects", "wave_of", "wave_problem"]

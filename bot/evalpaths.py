@@ -22,6 +22,7 @@ from bot.kustomize import (
     read_kustomization,
     resolve,
 )
+from bot.side import Slot
 from bot.tree import Tree
 
 MAX_DISCOVERY_DEPTH = 4
@@ -94,7 +95,7 @@ class WaveEntry:
     index: int
     ref: str
     path: str
-    wave: int
+    wave: Slot
     line: int
 
 
@@ -109,7 +110,7 @@ def wave_entries(tree: Tree, kust: Kustomization, config: Config) -> list[WaveEn
                 path = resolve(kust.directory, ref, kust.path, None, tree=tree)
             except Unsupported:
                 continue
-            wave = config.wave_of_cr_file(posixpath.basename(path))
+            wave = config.slot_of_cr_file(posixpath.basename(path))
             if wave is not None and posixpath.dirname(path) == config.base_dir:
                 out.append(WaveEntry(key, i, ref, path, wave, kust.line(key, i)))
     return out
@@ -120,7 +121,7 @@ def base_kustomization(tree: Tree, config: Config) -> Kustomization | None:
     return read_kustomization(tree, kfile, check=False) if kfile is not None else None
 
 
-def built_waves(tree: Tree, directory: str, config: Config, waves: Sequence[int]) -> set[int] | None:
+def built_waves(tree: Tree, directory: str, config: Config, waves: Sequence[Slot]) -> set[Slot] | None:
     """The waves whose Flux Kustomization `directory` builds; None when it cannot be evaluated."""
     try:
         result = build(tree, directory)

@@ -41,6 +41,7 @@ from bot.inventory import (
 from bot.lifecycle import Item
 from bot.model import Finding
 from bot.ownership import Copy, Ownership, may_prune, ownership
+from bot.side import Side, Slot, number, ready_before
 from bot.tree import Tree
 
 PRUNE_SNIPPET = f"metadata:\n  annotations:\n    {PRUNE_KEY}: {PRUNE_DISABLED}\n"
@@ -104,7 +105,7 @@ def _owners(base: Inventory, now: Inventory, config: Config,
     return (ob if ob is not None else ownership(base, config), on if on is not None else ownership(now, config))
 
 
-def _wave_prunes(ob: Ownership, on: Ownership, config: Config, wave: int) -> bool:
+def _wave_prunes(ob: Ownership, on: Ownership, config: Config, wave: Slot) -> bool:
     """Whether wave `wave`'s Flux Kustomization may garbage-collect what leaves it (either spec)."""
     return may_prune(ob, on, ob.wave_owner.get(wave, on.wave_owner.get(wave, config.wave_cr_name(wave))))
 
@@ -178,7 +179,7 @@ def move_findings(base: Inventory, now: Inventory, config: Config,
         if _elsewhere(rid, ob, on):
             continue
         old, new = base_found[0], now_found[0]  # by_id lists definitions by wave first
-        if new.wave < old.wave:
+        if ready_before(new.wave, old.wave):
             findings.append(_earlier(rid, old, new, config))
         elif _wave_prunes(ob, on, config, old.wave):
             protected = all(r.prune_disabled for r in base_found)
@@ -207,7 +208,13 @@ def _earlier(rid: ResourceId, old: Resource, new: Resource, config: Config) -> F
 
 def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, config: Config) -> Finding:
     old_cr, new_cr = config.wave_cr_name(old.wave), config.wave_cr_name(new.wave)
-    moves = f"{rid} moves from wave {old.wave} ({old.path}) to the later wave {new.wave} ({new.path})"
+    if number(new.wave) > number(old.wave):
+        where = f"the later wave {new.wave}"
+        recreates = f"{new_cr} recreates it only after wave {number(new.wave) - 1} is ready"
+    else:  # into a side branch, or beside one: both Kustomizations wait only for the wave below
+        where = f"wave {new.wave}"
+        recreates = f"{new_cr} reconciles in parallel (no dependsOn orders the two) and may recreate it only after that"
+    moves = f"{rid} moves from wave {old.wave} ({old.path}) to {where} ({new.path})"
     if protected:
         return Finding(
             code="later-wave-move",
@@ -224,8 +231,8 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
     return Finding(
         code="later-wave-move",
         severity="error" if stateful else "warning",
-        message=f"{moves}: {old_cr} deletes it as soon as it reconciles this change, and {new_cr} recreates "
-                f"it only after wave {new.wave - 1} is ready, so {cost}.{late} Safe procedure: first merge a "
+        message=f"{moves}: {old_cr} deletes it as soon as it reconciles this change, and {recreates}, "
+                f"so {cost}.{late} Safe procedure: first merge a "
                 f"change that only adds the annotation {PRUNE_KEY}: {PRUNE_DISABLED} to it in {old.path}, "
                 f"wait until {old_cr} has reconciled it (flux get kustomization {old_cr}), then make this move",
         path=new.path, line=new.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
@@ -454,7 +461,7 @@ def kustomization_removed_findings(base: Inventory, now: Inventory, config: Conf
 
 def _kustomization_removed(k: FluxKustomization, base: Inventory, config: Config) -> Finding:
     name, ns = k.id.name, k.id.namespace or "flux-system"
-    wave = config.wave_of_cr_file(f"{name}.yaml")
+    wave = config.slot_of_cr_file(f"{name}.yaml")
     if wave is not None and wave in base.counts():
         owned = f" (the {base.counts()[wave]} object(s) of wave {wave} at base)"
     elif k.source_path:
@@ -510,7 +517,7 @@ def wave_emptied_findings(base: Inventory, now: Inventory, config: Config) -> li
     return findings
 
 
-def _wave_cr_resource(inventory: Inventory, config: Config, wave: int) -> str | None:
+def _wave_cr_resource(inventory: Inventory, config: Config, wave: Slot) -> str | None:
     """str() of the wave's Flux Kustomization as `inventory` defines it; None when it does not."""
     name = config.wave_cr_name(wave)
     return next((str(k.id) for k in inventory.flux if k.id.name == name), None)
@@ -526,7 +533,8 @@ def removable_waves(base: Inventory, now: Inventory, deepest: int | None) -> tup
     """
     floor = -1 if deepest is None else deepest
     base_counts, now_counts = base.counts(), now.counts()
-    candidates = sorted({*base_counts, *now_counts} - set(range(floor + 1)), reverse=True)
+    candidates = sorted({n for n in {*base_counts, *now_counts} if not isinstance(n, Side)} - set(range(floor + 1)),
+                        reverse=True)
     removable = []
     for wave in candidates:
         if base_counts.get(wave, 0) or now_counts.get(wave, 0):
@@ -558,8 +566,12 @@ class Reference:
         return Item(self.path, self.key, self.index)
 
 
+def _why_removable(wave: Slot) -> str:
+    return "holds no non-gating unit now" if isinstance(wave, Side) else "is beyond the deepest wave"
+
+
 def wave_removed_finding(
-    base: Inventory, wave: int, config: Config, references: Sequence[Reference] = (), removed: bool = False
+    base: Inventory, wave: Slot, config: Config, references: Sequence[Reference] = (), removed: bool = False
 ) -> Finding:
     """The info finding for a wave wave-bot deletes; `references` are the lines to delete with it
     (`removed`: wave-bot deletes them too, with --fix-overlays)."""
@@ -575,7 +587,9 @@ def wave_removed_finding(
     return Finding(
         code="wave-removed",
         severity="info",
-        message=f"wave {wave} was already empty at base and is beyond the deepest wave, so wave-bot deletes "
+        message=f"wave {wave} was already empty at base and "
+                f"{_why_removable(wave)}, "
+                f"so wave-bot deletes "
                 f"{config.wave_dir(wave)}/ and {config.wave_cr_path(wave)}: {cr} owns nothing, so deleting it "
                 f"deletes nothing{also}",
         path=config.wave_cr_path(wave),
@@ -585,7 +599,7 @@ def wave_removed_finding(
     )
 
 
-def wave_removable_finding(base: Inventory, wave: int, config: Config, references: Sequence[Reference]) -> Finding:
+def wave_removable_finding(base: Inventory, wave: Slot, config: Config, references: Sequence[Reference]) -> Finding:
     """`wave-removable`: the wave could go, but lines outside its files refer to it (no --fix-overlays).
 
     Deleting only the wave's files would leave those lines pointing at nothing and break the
@@ -597,7 +611,7 @@ def wave_removable_finding(base: Inventory, wave: int, config: Config, reference
     return Finding(
         code="wave-removable",
         severity="info",
-        message=f"wave {wave} was already empty at base and is beyond the deepest wave, so it can go ({cr} owns "
+        message=f"wave {wave} was already empty at base and {_why_removable(wave)}, so it can go ({cr} owns "
                 f"nothing), but these lines refer to it and deleting the wave alone would break the builds: "
                 f"{quoted}. Delete those items (or run `wave-bot apply --fix-overlays`); the next apply then "
                 f"deletes {config.wave_dir(wave)}/ and {config.wave_cr_path(wave)}",
@@ -609,7 +623,7 @@ def wave_removable_finding(base: Inventory, wave: int, config: Config, reference
     )
 
 
-def wave_references(tree: Tree, config: Config, wave: int) -> tuple[Reference, ...]:
+def wave_references(tree: Tree, config: Config, wave: Slot) -> tuple[Reference, ...]:
     """Where `tree` refers to wave `wave`'s Flux Kustomization outside its own file.
 
     The base kustomization.yaml's `resources` entry, and in each overlay's kustomization.yaml the

@@ -36,6 +36,7 @@ from bot.naming import is_yaml_name
 from bot.placement import KUSTOMIZATION
 from bot.render import FLUX_GROUP
 from bot.resid import ResourceId
+from bot.side import Slot
 from bot.tree import Tree, refuse_link
 
 PRUNE_KEY = f"{FLUX_GROUP}/prune"
@@ -82,7 +83,7 @@ class Resource:
     """One object a wave applies, and where it is defined."""
 
     id: ResourceId
-    wave: int
+    wave: Slot
     path: str
     line: int
     """Line of the document's `apiVersion` (of the item, for a List)."""
@@ -95,7 +96,7 @@ class WaveFile:
     """A file a wave applies."""
 
     path: str
-    wave: int
+    wave: Slot
     sops: bool
     """A `.sops.` name or a top-level `sops:` key: Flux must decrypt it."""
     resources: tuple[Resource, ...] = ()
@@ -110,7 +111,7 @@ class StrayFile:
     """A YAML file under the apps directory that no wave applies."""
 
     path: str
-    wave: int | None
+    wave: Slot | None
     """The wave directory it sits in without being listed; None directly under the apps directory."""
 
     @property
@@ -167,8 +168,8 @@ class OwnedResource:
 class Inventory:
     """Everything the app tier's Flux Kustomizations apply at one revision."""
 
-    waves: tuple[int, ...]
-    """Wave directories present, ascending."""
+    waves: tuple[Slot, ...]
+    """Wave (and side branch) directories present, ascending."""
     files: tuple[WaveFile, ...]
     """Every file a wave applies, sorted by path."""
     stray: tuple[StrayFile, ...] = ()
@@ -212,14 +213,14 @@ class Inventory:
         """The applied or stray file at `path`."""
         return self._by_path.get(path)
 
-    def counts(self) -> dict[int, int]:
+    def counts(self) -> dict[Slot, int]:
         """Wave -> number of objects it applies; every wave directory is listed, empty ones with 0."""
         out = dict.fromkeys(self.waves, 0)
         for file in self.files:
             out[file.wave] = out.get(file.wave, 0) + len(file.resources)
         return dict(sorted(out.items()))
 
-    def sops_waves(self) -> frozenset[int]:
+    def sops_waves(self) -> frozenset[Slot]:
         """Waves applying at least one SOPS file: their Flux Kustomization needs decryption."""
         return frozenset(f.wave for f in self.files if f.sops)
 
@@ -340,14 +341,14 @@ class _Reader:
     cache: ParseCache
     problems: list[Finding] = field(default_factory=list)
 
-    def parse(self, path: str, wave: int | None) -> ParsedFile | None:
+    def parse(self, path: str, wave: Slot | None) -> ParsedFile | None:
         try:
             return self.cache.parse(self.tree.read(path), path)
         except WaveBotError as exc:
             self.problem(path, exc.line, exc.message, wave, exc.hint)
             return None
 
-    def problem(self, path: str, line: int | None, what: str, wave: int | None, hint: str | None = None) -> None:
+    def problem(self, path: str, line: int | None, what: str, wave: Slot | None, hint: str | None = None) -> None:
         where = f"wave {wave}" if wave is not None else "the cluster entrypoints"
         self.problems.append(Finding(
             code=INVALID_MANIFEST,
@@ -368,7 +369,7 @@ def read_inventory(tree: Tree, config: Config, cache: ParseCache | None = None) 
     not a kustomization; unreadable app manifests become `problems` instead.
     """
     reader = _Reader(tree, config, cache if cache is not None else ParseCache())
-    waves: list[int] = []
+    waves: list[Slot] = []
     files: list[WaveFile] = []
     stray: list[StrayFile] = []
     for wave, directory in _wave_dirs(tree, config):
@@ -390,10 +391,10 @@ def read_inventory(tree: Tree, config: Config, cache: ParseCache | None = None) 
     )
 
 
-def _wave_dirs(tree: Tree, config: Config) -> list[tuple[int, str]]:
+def _wave_dirs(tree: Tree, config: Config) -> list[tuple[Slot, str]]:
     found = []
     for entry in tree.entries(config.apps_dir):
-        wave = config.wave_of_dir(entry.name)
+        wave = config.slot_of_dir(entry.name)
         if wave is None:
             continue
         path = f"{config.apps_dir}/{entry.name}"
@@ -446,7 +447,7 @@ def _listed_files(tree: Tree, path: str) -> list[str]:
     return names
 
 
-def _wave_file(reader: _Reader, wave: int, path: str) -> WaveFile | None:
+def _wave_file(reader: _Reader, wave: Slot, path: str) -> WaveFile | None:
     parsed = reader.parse(path, wave)
     if parsed is None:
         return None
@@ -554,7 +555,7 @@ def _other_resources(reader: _Reader, flux: tuple[FluxKustomization, ...]) -> tu
     for k in flux:
         directory = source_dir(k) if k.source_path else None  # no path: a patch file, not a definition
         if directory is None or (posixpath.dirname(directory) == config.apps_dir
-                                 and config.wave_of_dir(posixpath.basename(directory)) is not None):
+                                 and config.slot_of_dir(posixpath.basename(directory)) is not None):
             continue
         for path in _applied_files(reader.tree, directory, set()):
             parsed = reader.parse(path, None)

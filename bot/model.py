@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bot.side import Side, Slot
+
 Action = Literal["create", "update", "move", "delete"]
 Severity = Literal["error", "warning", "info"]
 SEVERITY_RANK: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
@@ -34,7 +36,8 @@ class Finding:
     message: str
     path: str | None = None
     line: int | None = None
-    wave: int | None = None
+    wave: Slot | None = None
+    """A wave, or a side branch (in JSON: its wave number, and `side: true`)."""
     overlay: str | None = None
     resource: str | None = None
     fix: str | None = None
@@ -44,7 +47,9 @@ class Finding:
         out: dict[str, Any] = {"code": self.code, "severity": self.severity, "message": self.message}
         for key in ("path", "line", "wave", "overlay", "resource", "fix"):
             value = getattr(self, key)
-            if value is not None:
+            if isinstance(value, Side):
+                out[key], out["side"] = value.wave, True
+            elif value is not None:
                 out[key] = value
         return out
 

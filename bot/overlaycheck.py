@@ -7,6 +7,7 @@ on the overlays' kustomize output (`bot.kustomize.build`, never kustomize itself
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from bot.config import Config
@@ -27,12 +28,13 @@ from bot.overlayfix import (
     snippet,
 )
 from bot.render import FLUX_GROUP
+from bot.side import Side, Slot
 from bot.tree import Tree
 
 FIX_HINT = "run `wave-bot apply --fix-overlays`, or paste each `---` section of the fix into the file it names"
 
 
-def base_findings(tree: Tree, config: Config, waves: Sequence[int]) -> list[Finding]:
+def base_findings(tree: Tree, config: Config, waves: Sequence[Slot]) -> list[Finding]:
     """missing-base-entry: the base does not list a wave's Flux Kustomization, so Flux never creates
     it. stale-base-entry: the base lists an apps-wave-*.yaml that does not exist (no build works)."""
     kust = base_kustomization(tree, config)
@@ -65,7 +67,7 @@ def _stale_entry(kust: Kustomization, entry: WaveEntry, config: Config) -> Findi
     )
 
 
-def _missing_entry(kust: Kustomization, n: int, edits: list[Edit], config: Config) -> Finding:
+def _missing_entry(kust: Kustomization, n: Slot, edits: list[Edit], config: Config) -> Finding:
     name = config.wave_cr_name(n)
     return Finding(
         code="missing-base-entry",
@@ -82,7 +84,7 @@ def _missing_entry(kust: Kustomization, n: int, edits: list[Edit], config: Confi
 
 
 def decryption_findings(
-    tree: Tree, config: Config, waves: Sequence[int], sops_waves: set[int]
+    tree: Tree, config: Config, waves: Sequence[Slot], sops_waves: set[Slot]
 ) -> list[Finding]:
     """missing-decryption for each (overlay, wave) whose build lacks the SOPS decryption (an error
     when the wave holds a SOPS file), stale-decryption-patch for a patch naming a removed wave that
@@ -109,11 +111,12 @@ def decryption_findings(
 
 
 def _wave_findings(
-    tree: Tree, config: Config, overlay: str, result: Build, waves: Sequence[int], sops_waves: set[int],
-    in_base: set[int] | None,
+    tree: Tree, config: Config, overlay: str, result: Build, waves: Sequence[Slot], sops_waves: set[Slot],
+    in_base: set[Slot] | None,
 ) -> list[Finding]:
     kfile = result.kustomizations[0]
     wrong = {n: p for n in waves if (p := wave_problem(result, config, n)) is not None}
+    wrong = {n: f"{p}; {miss}" if (miss := _regex_miss(result, config, n)) else p for n, p in wrong.items()}
     fixes = fix_texts(tree, config, overlay, list(wrong)) if wrong else {}
     unverified = snippet([Edit(kfile, "patches", regex_item(config))])  # when no edit could be checked
     findings = [_missing_decryption(overlay, kfile, n, why, n in sops_waves, fixes.get(n, unverified), config)
@@ -133,8 +136,28 @@ def _wave_findings(
     return findings
 
 
+_REGEX_CHARS = frozenset("[]()*+?.|^$\\{}")
+
+
+def _regex_miss(result: Build, config: Config, n: Slot) -> str | None:
+    """For a side branch without decryption: the decryption patch whose target name is a regular
+    expression that covers waves but not the side branch (kustomize matches the whole name)."""
+    if not isinstance(n, Side):
+        return None
+    name = config.wave_cr_name(n)
+    for patch in result.patches:
+        pattern = patch.target.fields.get("name") if patch.target is not None else None
+        if not pattern or not _REGEX_CHARS & set(pattern) or not patch.applied_to or not patch.touches_decryption:
+            continue
+        if re.fullmatch(f"(?:{pattern})", name) is None:
+            covered = ", ".join(sorted({i.name for i in patch.applied_to}))
+            return (f"{patch.file} {patch.where} (line {patch.line}) gives decryption to the target name "
+                    f"'{pattern}', which kustomize matches against the whole name: it covers {covered} but not {name}")
+    return None
+
+
 def _missing_decryption(
-    overlay: str, kfile: str, n: int, why: str, holds_sops: bool, fix: str | None, config: Config
+    overlay: str, kfile: str, n: Slot, why: str, holds_sops: bool, fix: str | None, config: Config
 ) -> Finding:
     name = config.wave_cr_name(n)
     if holds_sops:
@@ -153,7 +176,7 @@ def _missing_decryption(
     )
 
 
-def _problem_finding(overlay: str, problem: Problem, config: Config, waves: Sequence[int]) -> Finding:
+def _problem_finding(overlay: str, problem: Problem, config: Config, waves: Sequence[Slot]) -> Finding:
     patch, missing = problem.patch, problem.missing
     wave = wave_of(missing.name, config) if missing is not None and missing.group == FLUX_GROUP else None
     if missing is not None and wave is not None and wave not in waves and patch.touches_decryption:

@@ -20,11 +20,12 @@ from bot.evalpaths import WaveEntry, base_kustomization, built_waves, discover_o
 from bot.kustomize import Build, BuildError, Kustomization, PatchUse, Unsupported, build
 from bot.model import Change
 from bot.render import FLUX_GROUP
+from bot.side import SIDE_SUFFIX, Side, Slot, order
 from bot.tree import PlannedTree, Tree
 from bot.yamledit import dump, insert_item, item_text, literal, render_item, substitute
 
 
-def fix_overlays(tree: Tree, config: Config, waves: Sequence[int]) -> list[Change]:
+def fix_overlays(tree: Tree, config: Config, waves: Sequence[Slot]) -> list[Change]:
     """The edits that give every wave its base entry and its decryption in every overlay.
 
     Base entries go after the last wave entry, in its comment style. An overlay with no decryption
@@ -110,7 +111,7 @@ class Work:
 # -- base entries
 
 
-def base_edits(work: Work, config: Config, waves: Sequence[int], *, require_file: bool) -> list[Edit]:
+def base_edits(work: Work, config: Config, waves: Sequence[Slot], *, require_file: bool) -> list[Edit]:
     """Add `- apps-wave-N.yaml` for each wave the base does not list, cloning the last entry's style."""
     edits: list[Edit] = []
     for n in sorted(waves):
@@ -131,17 +132,19 @@ def base_edits(work: Work, config: Config, waves: Sequence[int], *, require_file
     return edits
 
 
-def _base_entry(work: Work, kust: Kustomization, entries: list[WaveEntry], n: int, config: Config) -> Edit:
-    below = [e for e in entries if e.wave < n] or entries
+def _base_entry(work: Work, kust: Kustomization, entries: list[WaveEntry], n: Slot, config: Config) -> Edit:
+    # copy an entry of the same kind (a wave's for a wave, a side branch's for a side branch)
+    alike = [e for e in entries if isinstance(e.wave, Side) == isinstance(n, Side)]
+    below = [e for e in alike if e.wave < n] or [e for e in entries if e.wave < n] or entries
     if not below:
         return Edit(kust.path, "resources", f"- {config.wave_cr_name(n)}.yaml\n")
-    template = max(below, key=lambda e: (e.wave, e.index))
+    template = max(below, key=lambda e: (order(e.wave), e.index))
     text = item_text(work.read(kust.path), kust.path, template.key, template.index)
     m = template.wave
     mapping = {config.wave_cr_name(m): config.wave_cr_name(n), config.wave_dir(m): config.wave_dir(n)}
     # the entry's comment may name what the wave depends on: wave N-1, or the root for wave 0
-    before_m = [config.wave_cr_name(m - 1)] if m > 0 else list(config.root_depends_on)
-    before_n = config.wave_cr_name(n - 1) if n > 0 else next(iter(config.root_depends_on), None)
+    before_m = list(config.wave_depends_on(m))
+    before_n = next(iter(config.wave_depends_on(n)), None)
     if before_n is not None:
         mapping.update({name: before_n for name in before_m if name not in mapping})
     return Edit(kust.path, template.key, substitute(text, mapping), after=template.index)
@@ -150,9 +153,9 @@ def _base_entry(work: Work, kust: Kustomization, entries: list[WaveEntry], n: in
 # -- overlay decryption
 
 
-def overlay_edits(work: Work, config: Config, overlay: str, waves: Sequence[int]) -> dict[int, list[Edit]]:
+def overlay_edits(work: Work, config: Config, overlay: str, waves: Sequence[Slot]) -> dict[Slot, list[Edit]]:
     """Make the edits that give `overlay` decryption for `waves`; wave -> the edits that fixed it."""
-    fixed: dict[int, list[Edit]] = {}
+    fixed: dict[Slot, list[Edit]] = {}
     for n in waves:
         if n in fixed:
             continue
@@ -175,7 +178,7 @@ def overlay_edits(work: Work, config: Config, overlay: str, waves: Sequence[int]
 
 
 def _verified(
-    work: Work, candidate: list[Edit], overlay: str, before: Build, config: Config, n: int
+    work: Work, candidate: list[Edit], overlay: str, before: Build, config: Config, n: Slot
 ) -> dict[str, bytes] | None:
     """The pending files with `candidate` made, if it gives wave n decryption and breaks nothing."""
     try:
@@ -190,7 +193,7 @@ def _verified(
     return pending
 
 
-def _candidates(work: Work, result: Build, config: Config, overlay: str, n: int) -> Iterator[list[Edit]]:
+def _candidates(work: Work, result: Build, config: Config, overlay: str, n: Slot) -> Iterator[list[Edit]]:
     """Ways to give wave n decryption, best first; each is verified before it is kept."""
     template = _template(result, config)
     kfile = result.kustomizations[0]
@@ -229,9 +232,16 @@ def _decryption(config: Config) -> dict[str, Any]:
     return {"provider": SOPS, "secretRef": {"name": config.decryption_secret}}
 
 
+def _name_regex(pattern: str) -> str:
+    prefix, _, suffix = pattern.partition("{n}")
+    return f"{re.escape(prefix)}[0-9]+{re.escape(suffix)}".replace("\\-", "-")
+
+
 def regex_item(config: Config) -> str:
-    prefix, _, suffix = config.wave_name.partition("{n}")
-    pattern = f"{re.escape(prefix)}[0-9]+{re.escape(suffix)}".replace("\\-", "-")
+    pattern = _name_regex(config.wave_name)
+    if config.non_gating:  # the side branches too: kustomize matches the whole name
+        side = config.side_pattern()
+        pattern += f"({SIDE_SUFFIX})?" if side == config.wave_name + SIDE_SUFFIX else f"|{_name_regex(side)}"
     item = {
         "target": {"group": FLUX_GROUP, "kind": "Kustomization", "name": pattern},
         "patch": literal({
@@ -248,7 +258,7 @@ def regex_item(config: Config) -> str:
     return comment + render_item(item)
 
 
-def _targeted_smp(result: Build, config: Config, n: int) -> dict[str, Any]:
+def _targeted_smp(result: Build, config: Config, n: Slot) -> dict[str, Any]:
     obj = wave_objects(result, config, n)[0].original
     return {
         "target": {"group": obj.group, "kind": obj.kind, "name": obj.name},
@@ -256,7 +266,7 @@ def _targeted_smp(result: Build, config: Config, n: int) -> dict[str, Any]:
     }
 
 
-def _smp_doc(result: Build, config: Config, n: int) -> dict[str, Any]:
+def _smp_doc(result: Build, config: Config, n: Slot) -> dict[str, Any]:
     """A strategic-merge patch naming wave n as the overlay's patches first see it."""
     obj = wave_objects(result, config, n)[0].original
     metadata = {"name": obj.name, **({"namespace": obj.namespace} if obj.namespace else {})}
@@ -264,7 +274,7 @@ def _smp_doc(result: Build, config: Config, n: int) -> dict[str, Any]:
             "spec": {"decryption": _decryption(config)}}
 
 
-def _clone(work: Work, template: PatchUse, result: Build, config: Config, n: int) -> list[Edit] | None:
+def _clone(work: Work, template: PatchUse, result: Build, config: Config, n: Slot) -> list[Edit] | None:
     """The template patch copied for wave n, when it is a patch for exactly one other wave."""
     waves = {wave_of(i.name, config) for i in template.applied_to if i.group == FLUX_GROUP}
     if len(template.applied_to) != 1 or None in waves:
@@ -286,7 +296,7 @@ def _clone(work: Work, template: PatchUse, result: Build, config: Config, n: int
     return edits
 
 
-def _fresh(work: Work, template: PatchUse, result: Build, config: Config, n: int) -> list[Edit] | None:
+def _fresh(work: Work, template: PatchUse, result: Build, config: Config, n: Slot) -> list[Edit] | None:
     """A new patch for wave n written the way the template is (same field, form, inline or file)."""
     obj = wave_objects(result, config, n)[0].original
     ops = [{"op": "add", "path": "/spec/decryption", "value": _decryption(config)}]
@@ -313,7 +323,7 @@ def _fresh(work: Work, template: PatchUse, result: Build, config: Config, n: int
     return edits
 
 
-def _fresh_path(work: Work, template_path: str, config: Config, n: int) -> str | None:
+def _fresh_path(work: Work, template_path: str, config: Config, n: Slot) -> str | None:
     """A name for wave n's patch file beside the template's: its name with the wave changed."""
     directory, name = posixpath.split(template_path)
     prefix, _, suffix = config.wave_name.partition("{n}")
@@ -326,13 +336,13 @@ def _fresh_path(work: Work, template_path: str, config: Config, n: int) -> str |
     return None if work.tree().kind(path) is not None else path
 
 
-def fix_texts(tree: Tree, config: Config, overlay: str, waves: list[int]) -> dict[int, str]:
+def fix_texts(tree: Tree, config: Config, overlay: str, waves: list[Slot]) -> dict[Slot, str]:
     """Wave -> the snippet that fixes it (what --fix-overlays would add)."""
     fixed = overlay_edits(Work(tree), config, overlay, waves)
     return {n: snippet(edits) for n, edits in fixed.items()}
 
 
-def generate_missing_crs(work: Work, config: Config, waves: Sequence[int]) -> None:
+def generate_missing_crs(work: Work, config: Config, waves: Sequence[Slot]) -> None:
     """Look at the layout as `apply` leaves it: a new wave's Flux Kustomization file exists then."""
     missing = [n for n in waves if work.base.kind(config.wave_cr_path(n)) is None]
     if missing:

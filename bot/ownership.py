@@ -15,6 +15,7 @@ from functools import cached_property
 
 from bot.config import Config
 from bot.inventory import FluxKustomization, Inventory, ResourceId, source_dir
+from bot.side import Slot
 
 
 @dataclass(frozen=True, order=True)
@@ -26,15 +27,15 @@ class Copy:
     path: str
     line: int
     prune_disabled: bool
-    wave: int | None
-    """The wave it is in; None for a Kustomization that is not a wave."""
+    wave: Slot | None
+    """The wave (or side branch) it is in; None for a Kustomization that is not a wave."""
 
 
-def wave_of(k: FluxKustomization, config: Config) -> int | None:
+def wave_of(k: FluxKustomization, config: Config) -> Slot | None:
     directory = source_dir(k)
     if directory is None or posixpath.dirname(directory) != config.apps_dir:
         return None
-    return config.wave_of_dir(posixpath.basename(directory))
+    return config.slot_of_dir(posixpath.basename(directory))
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Ownership:
 
     copies: Mapping[ResourceId, tuple[Copy, ...]]
     kustomizations: Mapping[str, FluxKustomization]
-    wave_owner: Mapping[int, str]
+    wave_owner: Mapping[Slot, str]
 
     @cached_property
     def _ancestors(self) -> dict[str, frozenset[str]]:
@@ -75,7 +76,7 @@ class Ownership:
 
 def ownership(inventory: Inventory, config: Config) -> Ownership:
     kustomizations = {k.name: k for k in inventory.flux}
-    wave_owner: dict[int, str] = {}
+    wave_owner: dict[Slot, str] = {}
     for k in inventory.flux:
         wave = wave_of(k, config)
         if wave is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.naming import file_stem, is_yaml_name
+from bot.side import Side, Slot
 from bot.tree import Tree, refuse_link
 from bot.waves import WaveGraph
 
@@ -18,10 +19,10 @@ class AppFile:
     """An app manifest (or a directory inside a wave): where it is and where it belongs."""
 
     path: str
-    wave: int | None  # the wave directory it is in now; None directly under apps/
+    wave: Slot | None  # the wave (or side) directory it is in now; None directly under apps/
     node: str | None  # the node owning it; None when no node matches (unplaced)
     target: str  # where it must be: its own path when unplaced
-    target_wave: int | None
+    target_wave: Slot | None
     is_dir: bool = False
 
     @property
@@ -33,20 +34,24 @@ class AppFile:
         return self.path != self.target
 
 
+def existing_slots(tree: Tree, config: Config) -> set[Slot]:
+    """Waves and side branches that have a directory under apps/ or a Flux Kustomization file in the base."""
+    slots = {config.slot_of_dir(e.name) for e in tree.entries(config.apps_dir) if e.kind == "dir"}
+    slots |= {config.slot_of_cr_file(e.name) for e in tree.entries(config.base_dir) if e.kind == "file"}
+    return {s for s in slots if s is not None}
+
+
 def existing_waves(tree: Tree, config: Config) -> set[int]:
     """Waves that have a directory under apps/ or a Flux Kustomization file in the base."""
-    waves = {config.wave_of_dir(e.name) for e in tree.entries(config.apps_dir) if e.kind == "dir"}
-    waves |= {config.wave_of_cr_file(e.name) for e in tree.entries(config.base_dir) if e.kind == "file"}
-    waves.discard(None)
-    return waves  # type: ignore[return-value]
+    return {s for s in existing_slots(tree, config) if not isinstance(s, Side)}
 
 
-def app_entries(tree: Tree, config: Config) -> list[tuple[str, int | None, bool]]:
-    """(path, current wave, is a directory) of every unit-bearing entry under apps/."""
-    found: list[tuple[str, int | None, bool]] = []
-    folders: list[tuple[str, int | None]] = [(config.apps_dir, None)]
+def app_entries(tree: Tree, config: Config) -> list[tuple[str, Slot | None, bool]]:
+    """(path, current wave or side branch, is a directory) of every unit-bearing entry under apps/."""
+    found: list[tuple[str, Slot | None, bool]] = []
+    folders: list[tuple[str, Slot | None]] = [(config.apps_dir, None)]
     for entry in tree.entries(config.apps_dir):
-        wave = config.wave_of_dir(entry.name)
+        wave = config.slot_of_dir(entry.name)
         if wave is not None and entry.kind in ("dir", "link"):
             folders.append((f"{config.apps_dir}/{entry.name}", wave))
     for folder, wave in folders:
@@ -100,7 +105,7 @@ def place_files(tree: Tree, graph: WaveGraph, config: Config) -> list[AppFile]:
         if node is None:
             files.append(AppFile(path, wave, None, path, wave, is_dir))
             continue
-        target_wave = graph.nodes[node].wave
+        target_wave = graph.nodes[node].slot
         target = f"{config.wave_dir(target_wave)}/{name}"
         if target in targets:
             raise WaveBotError(

@@ -12,7 +12,8 @@ from bot.config import Config
 from bot.errors import WaveBotError
 from bot.inventory import Inventory, ParseCache, read_inventory
 from bot.model import Change, Finding
-from bot.placement import KUSTOMIZATION, AppFile, existing_waves, place_files
+from bot.placement import KUSTOMIZATION, AppFile, existing_slots, existing_waves, place_files
+from bot.side import Side, Slot, order
 from bot.tree import PlannedTree, Tree, refuse_link
 from bot.waves import WaveGraph, compute_waves
 
@@ -29,20 +30,27 @@ class Plan:
     changes: tuple[Change, ...]
     findings: tuple[Finding, ...]
     template_source: str
-    base_waves: Mapping[str, int | None] | None = None
+    base_waves: Mapping[str, Slot | None] | None = None
     """File name -> its wave at the base revision (None: directly under apps/), when a base was given."""
+    sides: tuple[Side, ...] = ()
+    """The side branches the layout has once applied (for the `non_gating` units)."""
 
-    def placement(self) -> dict[int, list[str]]:
-        """Wave -> repo-relative paths of the files it holds once applied."""
-        out: dict[int, list[str]] = {n: [] for n in self.waves}
+    @property
+    def slots(self) -> tuple[Slot, ...]:
+        """Every app-tier Flux Kustomization once applied: the waves and the side branches, in order."""
+        return tuple(sorted((*self.waves, *self.sides), key=order))
+
+    def placement(self) -> dict[Slot, list[str]]:
+        """Wave (or side branch) -> repo-relative paths of the files it holds once applied."""
+        out: dict[Slot, list[str]] = {n: [] for n in self.slots}
         for file in self.files:
             if file.target_wave is not None:
                 out.setdefault(file.target_wave, []).append(file.target)
         return {n: sorted(paths) for n, paths in sorted(out.items())}
 
-    def units(self) -> dict[int, list[str]]:
-        """Wave -> the placed nodes in it."""
-        out: dict[int, set[str]] = {n: set() for n in self.waves}
+    def units(self) -> dict[Slot, list[str]]:
+        """Wave (or side branch) -> the placed nodes in it."""
+        out: dict[Slot, set[str]] = {n: set() for n in self.slots}
         for file in self.files:
             if file.node is not None and file.target_wave is not None:
                 out[file.target_wave].add(file.node)
@@ -57,7 +65,7 @@ class Plan:
         """Files this plan moves."""
         return [f for f in self.files if f.moves]
 
-    def wave_moves(self) -> list[tuple[str, int | None, int]]:
+    def wave_moves(self) -> list[tuple[str, Slot | None, Slot]]:
         """(file name, wave before, wave after) for every placed file whose wave differs from the base's.
 
         Against the base revision when there is one, so a PR's report reads the same before and
@@ -84,6 +92,9 @@ class Plan:
             "max_wave": self.graph.max_wave,
             "waves": self.graph.waves(),
             "placement": {str(n): paths for n, paths in self.placement().items()},
+            "non_gating": sorted(n for n, node in self.graph.nodes.items() if not node.gating),
+            "sides": {str(s): {"wave": s.wave, "name": self.config.wave_cr_name(s), "path": self.config.wave_dir(s),
+                               "dependsOn": list(self.config.wave_depends_on(s))} for s in self.sides},
             "changes": [c.to_json() for c in self.changes],
             "findings": [f.to_json() for f in self.findings],
         }
@@ -99,9 +110,13 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     # The layout: waves from the catalog, each app file's wave, the generated files.
     graph = compute_waves(load_catalog(tree, config), config)
     files = place_files(tree, graph, config)
-    targets = {f.target_wave for f in files if f.target_wave is not None}
-    existing = existing_waves(tree, config)
-    deepest = max(targets | existing, default=None)
+    slots = {f.target_wave for f in files if f.target_wave is not None}
+    targets = {n for n in slots if not isinstance(n, Side)}
+    existing_all = existing_slots(tree, config)
+    existing = {n for n in existing_all if not isinstance(n, Side)}
+    sides = sorted({n for n in slots | existing_all if isinstance(n, Side)})
+    # A side branch depends on the wave below its own, so that wave must exist.
+    deepest = max(targets | existing | {s.wave - 1 for s in sides if s.wave}, default=None)
     waves = tuple(range(deepest + 1)) if deepest is not None else ()
     cache = ParseCache()
     before = read_inventory(base, config, cache) if base is not None else None
@@ -114,18 +129,21 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
         template = {**template, "spec": {**template["spec"], "prune": True}}
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
-    generated = _generated(files, waves, template, config)
+    generated = _generated(files, (*waves, *sides), template, config)
     writes = _writes(tree, generated)
     retired = _retire(tree, config, cutover, waves, fix_overlays) if cutover is not None else []
     # What Flux will apply once this lands, and (against the base) what it will delete.
     now = read_inventory(PlannedTree(tree, [*moves, *writes, *retired]), config, cache)
-    findings = _placement_findings(files, graph, config) + _restored(tree, files, existing, writes, template, config)
+    findings = _placement_findings(files, graph, config)
+    findings += _restored(tree, files, existing_all, writes, template, config)
     if cutover is not None:
         findings.append(lifecycle.step_2_finding(cutover, here, config, waves))
     if before is not None:
         assert base is not None
-        removed, references, removal = _removal(tree, before, now, targets, config, fix_overlays)
+        removed, references, removal = _removal(tree, before, now, targets, config, fix_overlays,
+                                                _removable_sides(before, now, sides, slots))
         waves = tuple(n for n in waves if n not in removed)
+        sides = [s for s in sides if s not in removed]
         gone = {p for n in removed for p in _wave_files(n, config)}
         writes = [c for c in writes if c.path not in gone]
         findings += [hazards.wave_removed_finding(before, n, config, references.get(n, ()), removed=fix_overlays)
@@ -135,7 +153,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         findings += hazards.hazard_findings(before, now, config)
         deepest_before = max(existing_waves(base, config), default=None)
         # Where each file was at base, from the inventory already read (no second walk of the base).
-        base_waves: dict[str, int | None] | None = {
+        base_waves: dict[str, Slot | None] | None = {
             **{f.name: f.wave for f in before.stray}, **{f.name: f.wave for f in before.files}}
     else:
         base_waves = None
@@ -145,12 +163,13 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
     changes = _compact([*moves, *writes, *retired, *_deletes(tree, removed, config), *removal])
     planned = PlannedTree(tree, changes)
+    every: tuple[Slot, ...] = tuple(sorted((*waves, *sides), key=order))
     if fix_overlays:
-        changes = _compact([*changes, *overlayfix.fix_overlays(planned, config, waves)])
+        changes = _compact([*changes, *overlayfix.fix_overlays(planned, config, every)])
         planned = PlannedTree(tree, changes)
-    findings += overlaycheck.base_findings(planned, config, waves)
+    findings += overlaycheck.base_findings(planned, config, every)
     findings += overlaycheck.new_deepest_wave_findings(planned, config, waves, deepest_before)
-    findings += overlaycheck.decryption_findings(planned, config, waves, set(now.sops_waves()))
+    findings += overlaycheck.decryption_findings(planned, config, every, set(now.sops_waves()))
     return Plan(
         config=config,
         graph=graph,
@@ -160,7 +179,15 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         findings=tuple(sorted(set(findings), key=Finding.sort_key)),
         template_source=template_source,
         base_waves=base_waves,
+        sides=tuple(sides),
     )
+
+
+def _removable_sides(before: Inventory, now: Inventory, sides: list[Side], used: set[Slot]) -> tuple[Side, ...]:
+    """Side branches that applied nothing at base and apply nothing now: deleting their Flux
+    Kustomization deletes nothing, and nothing depends on a side branch."""
+    base_counts, now_counts = before.counts(), now.counts()
+    return tuple(s for s in sides if s not in used and not base_counts.get(s) and not now_counts.get(s))
 
 
 def _retire(
@@ -225,14 +252,16 @@ def _release_plan(
 
 def _removal(
     tree: Tree, before: Inventory, now: Inventory, targets: set[int], config: Config, fix_overlays: bool,
-) -> tuple[tuple[int, ...], dict[int, tuple[hazards.Reference, ...]], list[Change]]:
-    """The waves to delete now, the lines referring to each removable wave, and the edits removing them.
+    sides: tuple[Side, ...] = (),
+) -> tuple[tuple[Slot, ...], dict[Slot, tuple[hazards.Reference, ...]], list[Change]]:
+    """The waves (and the removable side branches `sides`) to delete now, the lines referring to each
+    removable one, and the edits removing them.
 
     With --fix-overlays the lines go with the wave. Without it, a wave that lines still refer to
     stays (deleting it alone would break the builds), and so does every wave below it: waves go from
-    the top down.
+    the top down. A side branch only keeps itself: nothing depends on it.
     """
-    removable = hazards.removable_waves(before, now, max(targets, default=None))
+    removable: tuple[Slot, ...] = (*hazards.removable_waves(before, now, max(targets, default=None)), *sides)
     references = {n: hazards.wave_references(tree, config, n) for n in removable}
     if fix_overlays:
         items = [r.item for n in removable for r in references[n]]
@@ -241,25 +270,26 @@ def _removal(
             return removable, references, lifecycle.removal_changes(read, items)
         except WaveBotError:
             pass  # a line wave-bot cannot remove safely (a flow-style list, ...): quote it instead
-    blocked = max((n for n in removable if references[n]), default=None)
-    removed = tuple(n for n in removable if blocked is None or n > blocked)
+    blocked = max((n for n in removable if references[n] and not isinstance(n, Side)), default=None)
+    removed = tuple(n for n in removable
+                    if (not references[n] if isinstance(n, Side) else blocked is None or n > blocked))
     return removed, {n: refs for n, refs in references.items() if refs}, []
 
 
-def _wave_files(n: int, config: Config) -> tuple[str, str]:
-    """The two files wave-bot generates for wave `n`."""
+def _wave_files(n: Slot, config: Config) -> tuple[str, str]:
+    """The two files wave-bot generates for wave `n` (or a side branch)."""
     return f"{config.wave_dir(n)}/{KUSTOMIZATION}", config.wave_cr_path(n)
 
 
-def _deletes(tree: Tree, waves: tuple[int, ...], config: Config) -> list[Change]:
+def _deletes(tree: Tree, waves: tuple[Slot, ...], config: Config) -> list[Change]:
     """Delete the generated files of `waves` (nothing else: a stray file keeps its directory)."""
     return [Change("delete", p) for n in waves for p in _wave_files(n, config) if tree.kind(p) == "file"]
 
 
 def _generated(
-    files: list[AppFile], waves: tuple[int, ...], template: Mapping[str, Any], config: Config
+    files: list[AppFile], waves: tuple[Slot, ...], template: Mapping[str, Any], config: Config
 ) -> dict[str, bytes]:
-    resources: dict[int, list[str]] = {n: [] for n in waves}
+    resources: dict[Slot, list[str]] = {n: [] for n in waves}
     for file in files:
         if file.target_wave is not None:
             resources[file.target_wave].append(file.name)
@@ -287,7 +317,7 @@ def _writes(tree: Tree, generated: Mapping[str, bytes]) -> list[Change]:
 
 
 def _restored(
-    tree: Tree, files: list[AppFile], existing: set[int], writes: list[Change], template: Mapping[str, Any],
+    tree: Tree, files: list[AppFile], existing: set[Slot], writes: list[Change], template: Mapping[str, Any],
     config: Config,
 ) -> list[Finding]:
     """generated-file-restored: a generated file that is not what wave-bot makes of the layout as it

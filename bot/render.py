@@ -9,6 +9,7 @@ from bot import yamlio
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.kustomize import KUSTOMIZATION_API
+from bot.side import Slot
 from bot.tree import Tree
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/v1"
@@ -42,9 +43,13 @@ def wave_kustomization(resources: Iterable[str]) -> bytes:
     )
 
 
-def wave_cr(n: int, template: Mapping[str, Any], config: Config) -> bytes:
-    """`clusters/base/apps-wave-N.yaml`: the Flux Kustomization that reconciles wave N."""
-    depends = list(config.root_depends_on) if n == 0 else [config.wave_cr_name(n - 1)]
+def wave_cr(n: Slot, template: Mapping[str, Any], config: Config) -> bytes:
+    """`clusters/base/apps-wave-N.yaml`: the Flux Kustomization that reconciles wave N.
+
+    A side branch's (`apps-wave-N-side.yaml`) is the same but for its name and path: it depends on
+    what wave N depends on, so it starts after what its units need.
+    """
+    depends = list(config.wave_depends_on(n))
     metadata = {"name": config.wave_cr_name(n), **copy.deepcopy(dict(template.get("metadata") or {}))}
     spec = {
         "dependsOn": [{"name": name} for name in depends],

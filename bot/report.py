@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from bot.errors import WaveBotError
 from bot.model import Finding
 from bot.plan import Plan
+from bot.side import Slot, order
 
 SEVERITY_ICON = {"error": "🛑", "warning": "⚠️", "info": "ℹ️"}
 # Past these a report stops being readable, and a large repository would blow GitHub's limits
@@ -23,14 +24,14 @@ CELL_LIMIT = 60  # names in one table cell
 ROW_LIMIT = 200  # rows of the moves table
 
 
-def _unit_files(plan: Plan) -> dict[int, list[tuple[str, list[str]]]]:
-    """Wave -> [(unit, its file names, main manifest first)]."""
-    by_unit: dict[tuple[int, str], list[str]] = {}
+def _unit_files(plan: Plan) -> dict[Slot, list[tuple[str, list[str]]]]:
+    """Wave (or side branch) -> [(unit, its file names, main manifest first)]."""
+    by_unit: dict[tuple[Slot, str], list[str]] = {}
     for file in plan.files:
         if file.target_wave is not None:
             by_unit.setdefault((file.target_wave, file.node or "(unplaced)"), []).append(file.name)
-    out: dict[int, list[tuple[str, list[str]]]] = {n: [] for n in plan.waves}
-    for (wave, unit), names in sorted(by_unit.items()):
+    out: dict[Slot, list[tuple[str, list[str]]]] = {n: [] for n in plan.slots}
+    for (wave, unit), names in sorted(by_unit.items(), key=lambda item: (order(item[0][0]), item[0][1])):
         out[wave].append((unit, sorted(names, key=lambda name: (len(name.split(".")[0]), name))))
     return out
 

@@ -1,6 +1,7 @@
 """The dependency graph and each node's wave: the longest dependency path below it."""
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from bot.catalog import Service
 from bot.config import Config, ExtraUnit
 from bot.errors import WaveBotError
 from bot.naming import did_you_mean
+from bot.side import Side, Slot
 
 Origin = Literal["service", "leaf", "extra"]
 
@@ -23,6 +25,13 @@ class Node:
     origin: Origin
     dependencies: tuple[str, ...] = ()
     path: str | None = None  # the ServiceDefinition, for services
+    gating: bool = True
+    """False for a `non_gating` unit: it goes to its wave's side branch."""
+
+    @property
+    def slot(self) -> Slot:
+        """The Flux Kustomization that applies it: its wave, or that wave's side branch."""
+        return self.wave if self.gating else Side(self.wave)
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,58 @@ def compute_waves(services: Iterable[Service], config: Config) -> WaveGraph:
         for name in wave
     }
     nodes.update(_place_extra_units(config.extra_units, nodes, config))
+    nodes = _mark_non_gating(nodes, config)
     return WaveGraph(dict(sorted(nodes.items())))
+
+
+PATHS_SHOWN = 8  # dependents named in a non-gating error; the rest are counted
+
+
+def _mark_non_gating(nodes: dict[str, Node], config: Config) -> dict[str, Node]:
+    """The nodes with every `non_gating` unit marked. A unit another one depends on (directly, or
+    as an extra unit's anchor) cannot be non-gating: its side branch is depended on by nobody, so
+    the dependent could start before it is ready."""
+    if not config.non_gating:
+        return nodes
+    lines = dict(zip(config.non_gating, config.non_gating_lines, strict=False))  # no lines: built in code
+    needed_by: dict[str, list[str]] = {}
+    for name, node in nodes.items():
+        for dep in node.dependencies:
+            needed_by.setdefault(dep, []).append(name)
+    for name in config.non_gating:
+        if name not in nodes:
+            raise WaveBotError(
+                f"non_gating lists '{name}', which is no unit{did_you_mean(name, nodes)}",
+                path=config.source, line=lines.get(name),
+                hint="list catalog services or extra units by name",
+            )
+        paths = _dependent_paths(name, needed_by)
+        if paths:
+            shown_paths = "; ".join(" -> ".join(p) for p in paths[:PATHS_SHOWN])
+            more = f"; and {len(paths) - PATHS_SHOWN} more" if len(paths) > PATHS_SHOWN else ""
+            raise WaveBotError(
+                f"non_gating lists '{name}', but {len(paths)} unit(s) depend on it (dependency paths: "
+                f"{shown_paths}{more}). A non-gating unit gates nobody, so they could start before '{name}' is ready",
+                path=config.source, line=lines.get(name),
+                hint=f"remove '{name}' from non_gating, or remove the dependencies on it",
+            )
+    side = set(config.non_gating)
+    return {name: dataclasses.replace(n, gating=False) if name in side else n for name, n in nodes.items()}
+
+
+def _dependent_paths(name: str, needed_by: Mapping[str, list[str]]) -> list[list[str]]:
+    """For every unit that (transitively) depends on `name`: a shortest path from it down to `name`."""
+    paths: dict[str, list[str]] = {}
+    frontier = [name]
+    while frontier:
+        following = []
+        for current in frontier:
+            for dependent in sorted(needed_by.get(current, ())):
+                if dependent not in paths and dependent != name:
+                    paths[dependent] = [dependent, *paths.get(current, [name])]
+                    following.append(dependent)
+        frontier = following
+    return [paths[d] for d in sorted(paths, key=lambda d: (len(paths[d]), d))]
 
 
 def _leaves(by_name: Mapping[str, Service], config: Config) -> set[str]:

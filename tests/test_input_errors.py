@@ -91,6 +91,14 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
         {".wave-bot.yaml": "extra_units:\n  - name: runner\n    anchor: wbe\n"},
         [".wave-bot.yaml:2:", "extra unit 'runner' is anchored to 'wbe', which is no node", "did you mean 'web'?"],
     ),
+    "non-gating-unit-others-need": (
+        {".wave-bot.yaml": "non_gating:\n  - api\n"},
+        [".wave-bot.yaml:2:", "non_gating lists 'api', but 1 unit(s) depend on it (dependency paths: web -> api)"],
+    ),
+    "non-gating-unknown-unit": (
+        {".wave-bot.yaml": "non_gating: [wbe]\n"},
+        [".wave-bot.yaml:1:", "non_gating lists 'wbe', which is no unit (did you mean 'web'?)"],
+    ),
     "template-lacks-source": (
         {".wave-bot.yaml": "kustomization_template:\n  spec:\n    interval: 5m\n    prune: true\n"},
         [".wave-bot.yaml", "lacks spec.sourceRef"],

@@ -1,14 +1,19 @@
-"""Property tests: on any acyclic catalog the waves obey the longest-path rule and apply is idempotent."""
+"""Property tests: on any acyclic catalog the waves obey the longest-path rule and apply is idempotent;
+side branches (non_gating units) gate nobody and start after everything their units need."""
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot import yamlio
 from bot.config import Config
+from bot.errors import WaveBotError
 from bot.plan import make_plan
+from bot.side import Side, number
 from bot.worktree import FsTree, apply_changes
 
 from conftest import service, write_files
@@ -57,3 +62,58 @@ def test_waves_follow_the_longest_path_and_apply_is_idempotent(
         assert {f.node: f.target for f in again.files} == {f.node: f.target for f in plan.files}
         for n in onboarded:
             assert (root / f"apps/wave-{wave[n]}/{n}.yaml").read_text() == f"kind: ConfigMap\nname: {n}\n"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dags(), st.data())
+def test_side_branches_gate_nobody_and_every_dependency_is_ready_first(
+    dag: tuple[list[str], dict[str, list[str]], set[str]], data: st.DataObject
+) -> None:
+    names, deps, onboarded = dag
+    depended_on = {d for n in names for d in deps[n]}
+    leaves_up = [n for n in names if n not in depended_on]  # units nothing depends on: may be non-gating
+    pool = names if data.draw(st.integers(0, 4)) == 0 else leaves_up
+    non_gating = data.draw(st.lists(st.sampled_from(pool), unique=True))
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        files: dict[str, str | bytes] = {f"catalog/{n}.yaml": service(n, *deps[n]) for n in names}
+        files.update({f"apps/{n}.yaml": f"kind: ConfigMap\nname: {n}\n" for n in onboarded})
+        write_files(root, files)
+        config = Config(non_gating=tuple(non_gating))
+        if set(non_gating) & depended_on:  # a unit others need cannot be non-gating: input error
+            with pytest.raises(WaveBotError, match="non_gating lists"):
+                make_plan(FsTree(tmp), config)
+            return
+
+        plan = make_plan(FsTree(tmp), config)
+        apply_changes(tmp, plan.changes)
+        # The Flux Kustomizations exactly as written: name -> (what it depends on, its path).
+        crs = {}
+        for path in (root / "clusters/base").glob("*.yaml"):
+            doc = yamlio.load_one(path.read_bytes(), str(path))
+            assert doc is not None
+            crs[doc.value["metadata"]["name"]] = [d["name"] for d in doc.value["spec"]["dependsOn"]]
+        sides = {config.wave_cr_name(s) for s in plan.sides}
+        assert not {d for ds in crs.values() for d in ds} & sides  # nothing depends on a side branch
+
+        def closure(name: str) -> set[str]:
+            found, todo = set(), list(crs.get(name, []))
+            while todo:
+                current = todo.pop()
+                if current not in found:
+                    found.add(current)
+                    todo += crs.get(current, [])
+            return found
+
+        slot = {n: node.slot for n, node in plan.graph.nodes.items()}
+        for n in names:
+            assert isinstance(slot[n], Side) == (n in non_gating)
+            assert number(slot[n]) == plan.graph.nodes[n].wave  # non-gating keeps its wave
+            for d in deps[n]:
+                # Every dependency edge ends at a gating wave that n's Kustomization waits for.
+                assert not isinstance(slot[d], Side)
+                if n in onboarded:  # (a unit without files has no Kustomization to check)
+                    assert config.wave_cr_name(slot[d]) in closure(config.wave_cr_name(slot[n]))
+        for n in onboarded:
+            assert (root / config.wave_dir(slot[n]) / f"{n}.yaml").is_file()
+        assert make_plan(FsTree(tmp), config).changes == ()
