@@ -509,7 +509,7 @@ def wave_emptied_findings(base: Inventory, now: Inventory, config: Config) -> li
                     f"{config.wave_dir(wave)}/kustomization.yaml (with resources: []) and {cr}, because "
                     f"deleting a Flux Kustomization with prune: true deletes everything it still owns. Once "
                     f"{cr} has reconciled the empty wave it owns nothing, and wave-bot removes it when it is "
-                    "beyond the deepest wave",
+                    f"{'still empty in a later change' if isinstance(wave, Side) else 'beyond the deepest wave'}",
             path=f"{config.wave_dir(wave)}/kustomization.yaml",
             wave=wave,
             resource=_wave_cr_resource(base, config, wave),

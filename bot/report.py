@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from bot.errors import WaveBotError
 from bot.model import Finding
 from bot.plan import Plan
-from bot.side import Slot, order
+from bot.side import Side, Slot, order
 
 SEVERITY_ICON = {"error": "🛑", "warning": "⚠️", "info": "ℹ️"}
 # Past these a report stops being readable, and a large repository would blow GitHub's limits
@@ -163,25 +163,34 @@ def _moves(plan: Plan) -> list[str]:
     return out + [""]
 
 
+def _mermaid_id(n: Slot) -> str:
+    return f"s{n.wave}" if isinstance(n, Side) else f"w{n}"
+
+
 def _mermaid(plan: Plan) -> list[str]:
+    """Waves bottom-up, each wave's arrow from the one below; a side branch hangs off the wave its
+    own wave depends on by a dotted arrow, and no arrow leaves it: it gates nobody."""
     units = _unit_files(plan)
-    placed = [unit for n in plan.waves for unit, _ in units[n] if unit != "(unplaced)"]
+    placed = [unit for n in plan.slots for unit, _ in units[n] if unit != "(unplaced)"]
     if len(placed) > MERMAID_NODE_LIMIT:  # too many to draw: draw the waves with their sizes
         placed = []
     ids = {unit: f"u{i}" for i, unit in enumerate(placed)}  # ids, not names: `end` is a keyword
     lines = ["flowchart BT"]
-    for n in plan.waves:
+    for n in plan.slots:
         count = len([unit for unit, _ in units[n] if unit != "(unplaced)"])
-        lines.append(f'  subgraph w{n}["wave {n}"]' if ids else f'  w{n}["wave {n}: {count} units"]')
+        title = f"wave {n.wave} side (non-gating)" if isinstance(n, Side) else f"wave {n}"
+        node = _mermaid_id(n)
+        lines.append(f'  subgraph {node}["{title}"]' if ids else f'  {node}["{title}: {count} units"]')
         if ids:
             members = [f'    {ids[unit]}["{unit}"]' for unit, _ in units[n] if unit in ids]
-            lines += members or [f'    e{n}[" "]']
+            lines += members or [f'    e{node.removeprefix("w")}[" "]']
             lines.append("  end")
     edges = [(ids[d], ids[name]) for name, node in plan.graph.nodes.items() if name in ids
              for d in node.dependencies if d in ids]
     if len(edges) <= MERMAID_EDGE_LIMIT:
         lines += [f"  {a} --> {b}" for a, b in edges]
     lines += [f"  w{n - 1} ==> w{n}" for n in plan.waves[1:]]
+    lines += [f"  w{s.wave - 1} -.-> s{s.wave}" for s in plan.sides if s.wave - 1 in plan.waves]
     return ["<details><summary>Wave graph</summary>", "", fence("\n".join(lines), "mermaid"), "", "</details>"]
 
 

@@ -1,12 +1,16 @@
 """Side branches: `non_gating` units in wave N's own Flux Kustomization, which gates nobody."""
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot import render, yamlio
 from bot.catalog import Service, parse_service
+from bot.cli import main
 from bot.config import Config, ExtraUnit, parse_config
 from bot.errors import WaveBotError
 from bot.plan import make_plan
@@ -14,7 +18,7 @@ from bot.side import Side, ready_before
 from bot.waves import compute_waves
 from bot.worktree import FsTree, apply_changes
 
-from conftest import deployment, service, write_files
+from conftest import EXAMPLE, deployment, git, service, write_files
 
 
 def svc(name: str, *deps: str) -> Service:
@@ -197,3 +201,200 @@ def test_json_names_the_non_gating_units_and_side_branches(tmp_path: Path) -> No
                                        "dependsOn": ["apps-wave-0"]}}
     assert out["placement"]["1-side"] == ["apps/wave-1-side/gitea-actions.yaml"]
     assert out["waves"]["gitea-actions"] == 1
+
+
+# ---- end to end on the example: apply --fix-overlays, then what kustomize and Flux see -----------------
+
+
+def _flux_kustomizations(built: str) -> dict[str, dict[str, object]]:
+    docs = yamlio.load(built.encode(), "build")
+    return {d.value["metadata"]["name"]: d.value["spec"] for d in docs
+            if isinstance(d.value, dict) and d.value.get("kind") == "Kustomization"}
+
+
+def _make_runner_non_gating(repo: Path) -> None:
+    config = repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + "\nnon_gating: [gitea-actions]\n")
+    git(repo, "commit", "-qam", "make the flaky CI runner non-gating")
+
+
+def test_example_with_a_non_gating_runner_builds_in_both_overlays_and_checks_clean(
+    example_repo: Path, kubectl: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _make_runner_non_gating(example_repo)
+    assert main(["apply", "--fix-overlays", str(example_repo)]) == 0
+    capsys.readouterr()
+
+    for overlay in ("clusters/dev", "clusters/prod"):
+        built = kubectl(example_repo / overlay)
+        assert built.returncode == 0, built.stderr
+        crs = _flux_kustomizations(built.stdout)
+        side, gating = crs["apps-wave-1-side"], crs["apps-wave-1"]
+        assert side["path"] == "./apps/wave-1-side"
+        # after gitea's wave, like wave 1; seerr's wave waits for wave 1 only; nobody waits for the side
+        assert side["dependsOn"] == gating["dependsOn"] == [{"name": "apps-wave-0"}]
+        assert crs["apps-wave-2"]["dependsOn"] == [{"name": "apps-wave-1"}]
+        assert all({"name": "apps-wave-1-side"} not in spec.get("dependsOn", []) for spec in crs.values())  # type: ignore[operator, union-attr]
+        assert side["decryption"] == {"provider": "sops", "secretRef": {"name": "sops-age"}}
+        assert {k: v for k, v in side.items() if k not in ("path", "decryption")} == {
+            k: v for k, v in gating.items() if k not in ("path", "decryption")}
+
+    wave_1, side_1 = kubectl(example_repo / "apps/wave-1"), kubectl(example_repo / "apps/wave-1-side")
+    assert side_1.returncode == 0 and wave_1.returncode == 0
+    assert "name: act-runner" in side_1.stdout and "name: gitea-actions-runner" in side_1.stdout
+    assert "act-runner" not in wave_1.stdout and "name: seerr" in kubectl(example_repo / "apps/wave-2").stdout
+    # the secret moved byte for byte
+    assert (example_repo / "apps/wave-1-side/gitea-actions-runner-secret.sops.yaml").read_bytes() == (
+        EXAMPLE / "apps/wave-1/gitea-actions-runner-secret.sops.yaml").read_bytes()
+
+    assert main(["check", str(example_repo)]) == 0, capsys.readouterr().out
+
+
+def test_against_the_deployed_revision_the_move_to_the_side_branch_is_a_prune_hazard(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Both Kustomizations wait only for wave 0, so apps-wave-1 may prune before apps-wave-1-side adopts.
+    _make_runner_non_gating(example_repo)
+    assert main(["check", "--fix-overlays", "--base", "origin/main", "--format", "json", str(example_repo)]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    moves = {f["resource"]: f for f in findings if f["code"] == "later-wave-move"}
+    assert moves["Namespace gitea-actions"]["severity"] == "error"  # deleting a namespace loses what is in it
+    assert moves["apps/StatefulSet gitea-actions/act-runner"]["severity"] == "warning"
+    assert moves["Namespace gitea-actions"]["wave"] == 1 and moves["Namespace gitea-actions"]["side"] is True
+    assert "apps-wave-1-side reconciles in parallel" in moves["Namespace gitea-actions"]["message"]
+
+
+def test_a_side_branch_moving_back_to_an_earlier_gating_wave_is_adopted_first(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Side branch 1 depends on wave 0: anything moving from it into wave 0 is adopted before it prunes.
+    _make_runner_non_gating(example_repo)
+    assert main(["apply", "--fix-overlays", str(example_repo)]) == 0
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-qm", "side branch")
+    git(example_repo, "push", "-q")
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text().replace("above: true", "above: false"))
+    capsys.readouterr()
+    assert main(["plan", "--base", "origin/main", "--format", "json", str(example_repo)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["placement"]["0-side"] == ["apps/wave-0-side/gitea-actions-runner-secret.sops.yaml",
+                                          "apps/wave-0-side/gitea-actions.yaml"]
+    codes = {(f["code"], f.get("resource")) for f in out["findings"]}
+    # side 1 -> side 0: nothing orders them, so it is a hazardous move like any other
+    assert ("later-wave-move", "apps/StatefulSet gitea-actions/act-runner") in codes
+
+
+# ---- overlays whose decryption is one regular expression ---------------------------------------------
+
+
+REGEX_DEV = """apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../base
+patches:
+  # SOPS decryption for every app wave, by name.
+  - target:
+      group: kustomize.toolkit.fluxcd.io
+      kind: Kustomization
+      name: apps-wave-[0-9]+
+    patch: |
+      apiVersion: kustomize.toolkit.fluxcd.io/v1
+      kind: Kustomization
+      metadata:
+        name: any
+      spec:
+        decryption:
+          provider: sops
+          secretRef:
+            name: sops-age
+"""
+
+
+def test_a_regex_target_that_misses_the_side_branch_is_named_and_fixed(
+    example_repo: Path, kubectl: Callable[..., Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (example_repo / "clusters/dev/kustomization.yaml").write_text(REGEX_DEV)
+    git(example_repo, "commit", "-qam", "dev: one regex patch")
+    _make_runner_non_gating(example_repo)
+    assert main(["apply", str(example_repo)]) == 0  # the layout, without touching the overlays
+    capsys.readouterr()
+    assert main(["check", "--format", "json", str(example_repo)]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    dev = [f for f in findings if f["code"] == "missing-decryption" and f["overlay"] == "clusters/dev"]
+    assert len(dev) == 1 and dev[0]["severity"] == "error" and dev[0]["resource"] == "apps-wave-1-side"
+    assert ("clusters/dev/kustomization.yaml patches[0] (line 7) gives decryption to the target name "
+            "'apps-wave-[0-9]+', which kustomize matches against the whole name: it covers apps-wave-0, "
+            "apps-wave-1, apps-wave-2 but not apps-wave-1-side") in dev[0]["message"]
+
+    assert main(["apply", "--fix-overlays", str(example_repo)]) == 0
+    built = kubectl(example_repo / "clusters/dev")
+    assert built.returncode == 0, built.stderr
+    side = _flux_kustomizations(built.stdout)["apps-wave-1-side"]
+    assert side["decryption"] == {"provider": "sops", "secretRef": {"name": "sops-age"}}
+    capsys.readouterr()
+    assert main(["check", str(example_repo)]) == 0, capsys.readouterr().out
+
+
+def test_a_fresh_regex_patch_covers_the_side_branches(tmp_path: Path) -> None:
+    from bot.overlayfix import regex_item as _regex_item
+
+    item = _regex_item(Config(non_gating=("x",)))
+    assert "name: apps-wave-[0-9]+(-side)?\n" in item
+    assert "name: apps-wave-[0-9]+\n" in _regex_item(Config())
+    assert "name: apps-wave-[0-9]+|ci-[0-9]+\n" in _regex_item(Config(non_gating=("x",), side_name="ci-{n}"))
+
+
+# ---- the report ----------------------------------------------------------------------------------------
+
+
+def test_the_report_draws_the_side_branch_hanging_off_the_wave_below_gating_nothing(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _make_runner_non_gating(example_repo)
+    assert main(["plan", "--format", "markdown", str(example_repo)]) == 0
+    out = capsys.readouterr().out
+    assert "| 1-side | `gitea-actions` | `gitea-actions.yaml`, `gitea-actions-runner-secret.sops.yaml` |" in out
+    mermaid = out.split("```mermaid", 1)[1].split("```", 1)[0]
+    assert 'subgraph s1["wave 1 side (non-gating)"]' in mermaid
+    side_block = mermaid.split('subgraph s1', 1)[1].split("end", 1)[0]
+    assert '["gitea-actions"]' in side_block
+    arrows = [line.strip() for line in mermaid.splitlines() if "->" in line or "==>" in line]
+    assert "w0 -.-> s1" in arrows and "w0 ==> w1" in arrows and "w1 ==> w2" in arrows
+    assert not [a for a in arrows if a.startswith("s1 ")]  # nothing hangs off a side branch
+    assert main(["plan", str(example_repo)]) == 0
+    row = "\n1-side  gitea-actions  gitea-actions.yaml, gitea-actions-runner-secret.sops.yaml\n"
+    assert row in capsys.readouterr().out
+
+
+def test_a_side_branch_emptied_is_kept_then_removed_once_it_owns_nothing(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _make_runner_non_gating(example_repo)
+    assert main(["apply", "--fix-overlays", str(example_repo)]) == 0
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-qm", "side branch")
+    git(example_repo, "push", "-q")
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text().replace("non_gating: [gitea-actions]", ""))
+    capsys.readouterr()
+    # The runner goes back to wave 1; its side branch still owns it live, so it stays, empty.
+    assert main(["apply", "--base", "origin/main", "--format", "json", str(example_repo)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    emptied = [f for f in out["findings"] if f["code"] == "wave-emptied"]
+    assert [(f["wave"], f.get("side")) for f in emptied] == [(1, True)]
+    assert "removes it when it is still empty in a later change" in emptied[0]["message"]
+    assert (example_repo / "clusters/base/apps-wave-1-side.yaml").is_file()
+    assert out["placement"]["1-side"] == []
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-qm", "runner gating again")
+    git(example_repo, "push", "-q")
+    # Once merged (and reconciled), it owns nothing: the next run deletes it and names the lines to drop.
+    assert main(["apply", "--base", "origin/main", "--format", "json", str(example_repo)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    removed = [f for f in out["findings"] if f["code"] == "wave-removed"]
+    assert len(removed) == 1 and removed[0]["side"] is True
+    assert "clusters/base/kustomization.yaml:16 (resource apps-wave-1-side.yaml)" in removed[0]["message"]
+    assert not (example_repo / "clusters/base/apps-wave-1-side.yaml").exists()
+    assert not (example_repo / "apps/wave-1-side").exists()
+    assert "1-side" not in out["placement"]
