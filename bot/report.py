@@ -24,6 +24,15 @@ CELL_LIMIT = 60  # names in one table cell
 ROW_LIMIT = 200  # rows of the moves table
 
 
+GATING_TITLE = "Gating worth knowing about"
+OWN_SECTION = frozenset({"not-onboarded", "chain-gating"})
+"""Info findings the reports show in a section of their own rather than among the findings."""
+
+
+def _gating(plan: Plan) -> list[Finding]:
+    return [f for f in plan.findings if f.code == "chain-gating"]
+
+
 def _unit_files(plan: Plan) -> dict[Slot, list[tuple[str, list[str]]]]:
     """Wave (or side branch) -> [(unit, its file names, main manifest first)]."""
     by_unit: dict[tuple[Slot, str], list[str]] = {}
@@ -51,6 +60,10 @@ def to_text(plan: Plan, applied: bool = False) -> str:
     pending = [f"{n} (wave {plan.graph.nodes[n].wave})" for n in plan.not_onboarded()]
     if pending:
         lines += ["", "Computed, not placed (no app files yet): " + ", ".join(pending)]
+    gating = _gating(plan)
+    if gating:
+        lines += ["", f"{GATING_TITLE}:"]
+        lines += [f"  {f.message}" for f in gating]
     lines.append("")
     if plan.changes:
         lines.append(f"{len(plan.changes)} change(s) {'applied' if applied else 'to apply'}:")
@@ -59,7 +72,7 @@ def to_text(plan: Plan, applied: bool = False) -> str:
             lines.append(f"  {change.action:<7} {arrow}")
     else:
         lines.append("The wave layout is up to date.")
-    findings = [f for f in plan.findings if f.code != "not-onboarded"]  # listed above already
+    findings = [f for f in plan.findings if f.code not in OWN_SECTION]  # listed above already
     if findings:
         lines += ["", "Findings:"]
         lines += [f"  {f.severity:<7} {f.code}: {f.message}" for f in findings]
@@ -199,7 +212,7 @@ def to_markdown(plan: Plan, context: Context = Context()) -> str:
     out = ["### 🌊 flux-wave-bot", "", status(plan, context)]
     if context.note:
         out += ["", context.note]
-    findings = [f for f in plan.findings if f.code != "not-onboarded"]
+    findings = [f for f in plan.findings if f.code not in OWN_SECTION]
     if findings:
         out += ["", "#### Findings", ""]
         for f in findings:
@@ -211,6 +224,13 @@ def to_markdown(plan: Plan, context: Context = Context()) -> str:
             out += ["", context.apply_hint]
     out += ["", "#### Waves", "", *_wave_table(plan), ""]
     out += _moves(plan)
+    gating = _gating(plan)
+    if gating:
+        out += [f"#### {GATING_TITLE}", "", "<details><summary>Units that wait for others they do not need "
+                f"({len(gating)} wave {'boundary' if len(gating) == 1 else 'boundaries'})</summary>", ""]
+        for f in gating:
+            out += _finding(f)
+        out += ["", "</details>", ""]
     pending = [f"{code(n)} (wave {plan.graph.nodes[n].wave})" for n in plan.not_onboarded()]
     if pending:
         out += ["#### Computed, not onboarded", "", ", ".join(pending), ""]

@@ -1,0 +1,107 @@
+"""bot.gating: which units wait for others they do not need, only because waves form one chain."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot import report
+from bot.cli import main
+from bot.config import Config, ExtraUnit, load_config, parse_config
+from bot.model import Finding
+from bot.plan import make_plan
+from bot.side import Side
+from bot.worktree import FsTree
+
+from conftest import deployment, service, write_files
+
+
+def chain(plan_findings: tuple[Finding, ...]) -> dict[int, Finding]:
+    return {f.wave: f for f in plan_findings if f.code == "chain-gating"}  # type: ignore[misc]
+
+
+def test_the_example_shows_what_each_wave_boundary_costs(example_repo: Path) -> None:
+    tree = FsTree(str(example_repo))
+    found = chain(make_plan(tree, load_config(tree, None)).findings)
+    assert set(found) == {1, 2}
+    assert found[2].severity == "info"
+    assert found[2].message.startswith(
+        "apps-wave-2 waits until all 5 units of wave 1 are ready, but 1 unit(s) of wave 2 need only some of them "
+        "and wait for the rest only because of the linear chain: seerr needs radarr, sonarr. Nothing depends on "
+        "gitea-actions, nextcloud, semaphore, yet a crashloop in one of them holds wave 2")
+    assert found[2].fix == "non_gating:\n  - gitea-actions\n  - nextcloud\n  - semaphore\n"
+    assert "Nothing depends on pihole, plex" in found[1].message
+
+
+def test_the_suggested_fix_is_valid_config_that_takes_the_units_off_the_chain(example_repo: Path) -> None:
+    tree = FsTree(str(example_repo))
+    fix = chain(make_plan(tree, load_config(tree, None)).findings)[2].fix
+    assert fix is not None
+    config_file = example_repo / ".wave-bot.yaml"
+    config_file.write_text(config_file.read_text() + "\n" + fix)
+    plan = make_plan(tree, load_config(tree, None))
+    assert plan.units()[Side(1)] == ["gitea-actions", "nextcloud", "semaphore"]
+    assert plan.units()[1] == ["radarr", "sonarr"]
+    assert 2 not in chain(plan.findings)  # seerr now waits only for what it needs
+
+
+def test_a_second_suggestion_keeps_the_units_already_non_gating(example_repo: Path) -> None:
+    config_file = example_repo / ".wave-bot.yaml"
+    config_file.write_text(config_file.read_text() + "\nnon_gating: [gitea-actions]\n")
+    tree = FsTree(str(example_repo))
+    found = chain(make_plan(tree, load_config(tree, None)).findings)
+    assert "Nothing depends on nextcloud, semaphore," in found[2].message
+    assert found[2].fix == "non_gating:\n  - gitea-actions\n  - nextcloud\n  - semaphore\n"
+
+
+def _plan(
+    tmp_path: Path, catalog: dict[str, tuple[str, ...]], placed: list[str], config: Config | None = None
+) -> dict[int, Finding]:
+    files: dict[str, str | bytes] = {f"catalog/{n}.yaml": service(n, *deps) for n, deps in catalog.items()}
+    files.update({f"apps/{n}.yaml": deployment(n) for n in placed})
+    write_files(tmp_path, files)
+    return chain(make_plan(FsTree(str(tmp_path)), config or Config()).findings)
+
+
+def test_no_finding_when_every_unit_needs_all_of_the_wave_below(tmp_path: Path) -> None:
+    assert _plan(tmp_path, {"a": (), "b": ("a",), "c": ("b",), "d": ("b",)}, ["a", "b", "c", "d"]) == {}
+
+
+def test_a_unit_whose_path_down_runs_through_an_unplaced_one_needs_nothing_below(tmp_path: Path) -> None:
+    # app -> keycloak (not onboarded) -> keycloak-db: app is wave 2 but needs nothing placed in wave 1.
+    found = _plan(tmp_path, {"keycloak": ("keycloak-db",), "app": ("keycloak",), "api": ("api-db",), "web": ("api",)},
+                  ["app", "api", "api-db", "web", "keycloak-db"])
+    assert "app needs none of them" in found[2].message and "web" not in found[2].message
+    assert "Nothing depends on" not in found[2].message and found[2].fix is None  # api gates web
+
+
+def test_a_side_branch_unit_waits_for_the_wave_below_like_its_wave(tmp_path: Path) -> None:
+    config = Config(non_gating=("runner",), extra_units=(ExtraUnit("runner", "git", above=True),))
+    write_files(tmp_path, {"apps/runner.yaml": deployment("runner")})
+    found = _plan(tmp_path, {"git": (), "dns": ()}, ["git", "dns"], config)
+    assert found[1].message.startswith("apps-wave-1 waits until all 2 units of wave 0 are ready, but 1 unit(s) "
+                                       "of wave 1 need only some of them and wait for the rest only because of "
+                                       "the linear chain: runner needs git. Nothing depends on dns")
+
+
+def test_reports_give_it_a_section_of_its_own(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = FsTree(str(example_repo))
+    markdown = report.to_markdown(make_plan(tree, load_config(tree, None)))
+    assert "#### Findings" not in markdown  # nothing to act on: the example is up to date
+    section = markdown.split("#### Gating worth knowing about", 1)[1].split("####", 1)[0]
+    assert "(2 wave boundaries)" in section and "seerr needs radarr, sonarr" in section
+    assert "  non_gating:\n    - gitea-actions\n" in section
+    assert main(["plan", str(example_repo)]) == 0
+    text = capsys.readouterr().out
+    assert "\nGating worth knowing about:\n  apps-wave-1 waits until all 7 units of wave 0" in text
+    assert text.endswith("The wave layout is up to date.\n")
+    assert main(["plan", "--format", "json", str(example_repo)]) == 0
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert sorted(f["wave"] for f in findings if f["code"] == "chain-gating") == [1, 2]
+
+
+def test_suggested_config_parses(example_repo: Path) -> None:
+    tree = FsTree(str(example_repo))
+    fix = chain(make_plan(tree, load_config(tree, None)).findings)[1].fix
+    assert fix is not None and parse_config(fix.encode(), ".wave-bot.yaml").non_gating == ("pihole", "plex")
