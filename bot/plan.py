@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import gating, hazards, lifecycle, overlaycheck, overlayfix, render
+from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render
 from bot.catalog import load_catalog
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -170,6 +170,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     findings += overlaycheck.base_findings(planned, config, every)
     findings += overlaycheck.new_deepest_wave_findings(planned, config, waves, deepest_before)
     findings += overlaycheck.decryption_findings(planned, config, every, set(now.sops_waves()))
+    findings += imageauto.coverage_findings(planned, config, every)
     placed: dict[Slot, set[str]] = {}
     for file in files:
         if file.node is not None and file.target_wave is not None:
