@@ -264,25 +264,35 @@ def test_against_the_deployed_revision_the_move_to_the_side_branch_is_a_prune_ha
     assert "apps-wave-1-side reconciles in parallel" in moves["Namespace gitea-actions"]["message"]
 
 
-def test_a_side_branch_moving_back_to_an_earlier_gating_wave_is_adopted_first(
-    example_repo: Path, capsys: pytest.CaptureFixture[str]
+def _deploy_side_branch(repo: Path) -> None:
+    """The runner made non-gating, applied with its overlays, and merged (origin/main is deployed)."""
+    _make_runner_non_gating(repo)
+    assert main(["apply", "--fix-overlays", str(repo)]) == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "side branch")
+    git(repo, "push", "-q")
+
+
+@pytest.mark.parametrize(("still_non_gating", "code", "slot"), [
+    # side branch 1 depends on wave 0, so wave 0 adopts before the side branch prunes
+    (False, "earlier-wave-move", {"wave": 0}),
+    # side branch 0 and side branch 1 depend on nothing of each other
+    (True, "later-wave-move", {"wave": 0, "side": True}),
+])
+def test_moves_out_of_a_side_branch_follow_the_dependsOn_chain(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], still_non_gating: bool, code: str,
+    slot: dict[str, object],
 ) -> None:
-    # Side branch 1 depends on wave 0: anything moving from it into wave 0 is adopted before it prunes.
-    _make_runner_non_gating(example_repo)
-    assert main(["apply", "--fix-overlays", str(example_repo)]) == 0
-    git(example_repo, "add", "-A")
-    git(example_repo, "commit", "-qm", "side branch")
-    git(example_repo, "push", "-q")
+    _deploy_side_branch(example_repo)
     config = example_repo / ".wave-bot.yaml"
-    config.write_text(config.read_text().replace("above: true", "above: false"))
+    text = config.read_text().replace("above: true", "above: false")  # the runner now sits in gitea's wave
+    config.write_text(text if still_non_gating else text.replace("non_gating: [gitea-actions]", ""))
     capsys.readouterr()
     assert main(["plan", "--base", "origin/main", "--format", "json", str(example_repo)]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["placement"]["0-side"] == ["apps/wave-0-side/gitea-actions-runner-secret.sops.yaml",
-                                          "apps/wave-0-side/gitea-actions.yaml"]
-    codes = {(f["code"], f.get("resource")) for f in out["findings"]}
-    # side 1 -> side 0: nothing orders them, so it is a hazardous move like any other
-    assert ("later-wave-move", "apps/StatefulSet gitea-actions/act-runner") in codes
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    found = [f for f in findings if f.get("resource") == "apps/StatefulSet gitea-actions/act-runner"]
+    assert [f["code"] for f in found] == [code]
+    assert {k: found[0][k] for k in ("wave", "side") if k in found[0]} == slot
 
 
 # ---- overlays whose decryption is one regular expression ---------------------------------------------
@@ -370,11 +380,7 @@ def test_the_report_draws_the_side_branch_hanging_off_the_wave_below_gating_noth
 def test_a_side_branch_emptied_is_kept_then_removed_once_it_owns_nothing(
     example_repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _make_runner_non_gating(example_repo)
-    assert main(["apply", "--fix-overlays", str(example_repo)]) == 0
-    git(example_repo, "add", "-A")
-    git(example_repo, "commit", "-qm", "side branch")
-    git(example_repo, "push", "-q")
+    _deploy_side_branch(example_repo)
     config = example_repo / ".wave-bot.yaml"
     config.write_text(config.read_text().replace("non_gating: [gitea-actions]", ""))
     capsys.readouterr()
