@@ -1,6 +1,7 @@
 """Side branches: `non_gating` units in wave N's own Flux Kustomization, which gates nobody."""
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -404,3 +405,31 @@ def test_a_side_branch_emptied_is_kept_then_removed_once_it_owns_nothing(
     assert not (example_repo / "clusters/base/apps-wave-1-side.yaml").exists()
     assert not (example_repo / "apps/wave-1-side").exists()
     assert "1-side" not in out["placement"]
+
+
+# ---- ready_before against every schedule Flux may run -------------------------------------------------
+
+
+def _may_reconcile_first(old: object, new: object, waves: int) -> bool:
+    """Brute force over schedules: can `old` reconcile (and prune) before `new` has (and adopted)?
+
+    Flux reconciles a Kustomization at a revision only after everything in its dependsOn is ready at
+    that revision: wave n and side n both depend on wave n-1 (wave 0 and side 0 on the root).
+    Any order consistent with that can happen.
+    """
+    slots: list[object] = [*range(waves), *(Side(n) for n in range(waves))]
+    depends = {s: ([s.wave - 1] if s.wave else []) if isinstance(s, Side) else ([s - 1] if s else [])  # type: ignore[operator]
+               for s in slots}
+    for schedule in itertools.permutations(slots):
+        position = {s: i for i, s in enumerate(schedule)}
+        if all(position[d] < position[s] for s in slots for d in depends[s]) and position[old] < position[new]:
+            return True
+    return False
+
+
+SLOTS = [0, 1, 2, Side(0), Side(1), Side(2)]
+
+
+@pytest.mark.parametrize(("old", "new"), [(o, n) for o in SLOTS for n in SLOTS if o != n], ids=str)
+def test_ready_before_is_exactly_when_no_schedule_lets_the_old_owner_prune_first(old: object, new: object) -> None:
+    assert ready_before(new, old) is not _may_reconcile_first(old, new, waves=3)  # type: ignore[arg-type]
