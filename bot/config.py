@@ -254,6 +254,6 @@ def _check_non_gating(config: Config, path: str) -> None:
     seen: set[str] = set()
     for name, line in zip(config.non_gating, config.non_gating_lines, strict=False):
         if name in seen:
-            raise WaveBotError(f"'non_gating' lists '{name}' twice", path=path, line=line,
+            raise WaveBotError(f"'non_gating' lists {shown(name)} twice", path=path, line=line,
                                hint="list each unit once")
         seen.add(name)

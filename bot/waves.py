@@ -10,7 +10,7 @@ from typing import Literal
 from bot.catalog import Service
 from bot.config import Config, ExtraUnit
 from bot.errors import WaveBotError
-from bot.naming import did_you_mean
+from bot.naming import did_you_mean, shown
 from bot.side import Side, Slot
 
 Origin = Literal["service", "leaf", "extra"]
@@ -95,7 +95,7 @@ def _mark_non_gating(nodes: dict[str, Node], config: Config) -> dict[str, Node]:
     for name in config.non_gating:
         if name not in nodes:
             raise WaveBotError(
-                f"non_gating lists '{name}', which is no unit{did_you_mean(name, nodes)}",
+                f"non_gating lists {shown(name)}, which is no unit{did_you_mean(name, nodes)}",
                 path=config.source, line=lines.get(name),
                 hint="list catalog services or extra units by name",
             )
