@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot import yamlio
-from bot.config import Config
+from bot.config import Config, ExtraUnit
 from bot.errors import WaveBotError
 from bot.plan import make_plan
 from bot.side import Side, number
@@ -70,16 +70,23 @@ def test_side_branches_gate_nobody_and_every_dependency_is_ready_first(
     dag: tuple[list[str], dict[str, list[str]], set[str]], data: st.DataObject
 ) -> None:
     names, deps, onboarded = dag
-    depended_on = {d for n in names for d in deps[n]}
-    leaves_up = [n for n in names if n not in depended_on]  # units nothing depends on: may be non-gating
-    pool = names if data.draw(st.integers(0, 4)) == 0 else leaves_up
+    # Extra units anchored to catalog nodes (or to earlier extra units), beside or above their anchor.
+    extras = [(f"ext{i}", data.draw(st.sampled_from(names + [f"ext{j}" for j in range(i)])), data.draw(st.booleans()))
+              for i in range(data.draw(st.integers(0, 3)))]
+    needs = {**deps, **{name: [anchor] for name, anchor, _ in extras}}
+    depended_on = {d for ds in needs.values() for d in ds}
+    units = [*names, *(name for name, _, _ in extras)]
+    leaves_up = [n for n in units if n not in depended_on]  # units nothing depends on: may be non-gating
+    pool = units if data.draw(st.integers(0, 4)) == 0 else leaves_up
     non_gating = data.draw(st.lists(st.sampled_from(pool), unique=True))
+    placed = onboarded | {name for name, _, _ in extras}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         files: dict[str, str | bytes] = {f"catalog/{n}.yaml": service(n, *deps[n]) for n in names}
-        files.update({f"apps/{n}.yaml": f"kind: ConfigMap\nname: {n}\n" for n in onboarded})
+        files.update({f"apps/{n}.yaml": f"kind: ConfigMap\nname: {n}\n" for n in placed})
         write_files(root, files)
-        config = Config(non_gating=tuple(non_gating))
+        config = Config(non_gating=tuple(non_gating),
+                        extra_units=tuple(ExtraUnit(name, anchor, above) for name, anchor, above in extras))
         if set(non_gating) & depended_on:  # a unit others need cannot be non-gating: input error
             with pytest.raises(WaveBotError, match="non_gating lists"):
                 make_plan(FsTree(tmp), config)
@@ -87,7 +94,7 @@ def test_side_branches_gate_nobody_and_every_dependency_is_ready_first(
 
         plan = make_plan(FsTree(tmp), config)
         apply_changes(tmp, plan.changes)
-        # The Flux Kustomizations exactly as written: name -> (what it depends on, its path).
+        # The Flux Kustomizations exactly as written: name -> what it depends on.
         crs = {}
         for path in (root / "clusters/base").glob("*.yaml"):
             doc = yamlio.load_one(path.read_bytes(), str(path))
@@ -106,14 +113,16 @@ def test_side_branches_gate_nobody_and_every_dependency_is_ready_first(
             return found
 
         slot = {n: node.slot for n, node in plan.graph.nodes.items()}
-        for n in names:
+        for n in units:
             assert isinstance(slot[n], Side) == (n in non_gating)
             assert number(slot[n]) == plan.graph.nodes[n].wave  # non-gating keeps its wave
-            for d in deps[n]:
-                # Every dependency edge ends at a gating wave that n's Kustomization waits for.
+            for d in needs[n]:
+                # Every dependency edge ends at a gating Kustomization: an earlier wave n's waits for,
+                # or (an extra unit beside its anchor) the gating one of n's own wave.
                 assert not isinstance(slot[d], Side)
-                if n in onboarded:  # (a unit without files has no Kustomization to check)
-                    assert config.wave_cr_name(slot[d]) in closure(config.wave_cr_name(slot[n]))
-        for n in onboarded:
+                if n in placed:  # (a unit without files has no Kustomization to check)
+                    ready = closure(config.wave_cr_name(slot[n])) | {config.wave_cr_name(number(slot[n]))}
+                    assert config.wave_cr_name(slot[d]) in ready
+        for n in placed:
             assert (root / config.wave_dir(slot[n]) / f"{n}.yaml").is_file()
         assert make_plan(FsTree(tmp), config).changes == ()
