@@ -379,7 +379,7 @@ def test_the_report_draws_the_side_branch_hanging_off_the_wave_below_gating_noth
 
 
 def test_a_side_branch_emptied_is_kept_then_removed_once_it_owns_nothing(
-    example_repo: Path, capsys: pytest.CaptureFixture[str]
+    example_repo: Path, kubectl: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     _deploy_side_branch(example_repo)
     config = example_repo / ".wave-bot.yaml"
@@ -396,15 +396,27 @@ def test_a_side_branch_emptied_is_kept_then_removed_once_it_owns_nothing(
     git(example_repo, "add", "-A")
     git(example_repo, "commit", "-qm", "runner gating again")
     git(example_repo, "push", "-q")
-    # Once merged (and reconciled), it owns nothing: the next run deletes it and names the lines to drop.
+    # Once merged (and reconciled), it owns nothing and can go, but lines in the base and the overlays
+    # refer to it: without --fix-overlays it stays and they are named; with it, all of them go.
     assert main(["apply", "--base", "origin/main", "--format", "json", str(example_repo)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    removable = [f for f in out["findings"] if f["code"] == "wave-removable"]
+    assert len(removable) == 1 and removable[0]["side"] is True
+    assert "holds no non-gating unit now, so it can go" in removable[0]["message"]
+    assert "clusters/base/kustomization.yaml:16" in removable[0]["message"]
+    assert (example_repo / "clusters/base/apps-wave-1-side.yaml").is_file()
+    assert main(["apply", "--fix-overlays", "--base", "origin/main", "--format", "json", str(example_repo)]) == 0
     out = json.loads(capsys.readouterr().out)
     removed = [f for f in out["findings"] if f["code"] == "wave-removed"]
     assert len(removed) == 1 and removed[0]["side"] is True
-    assert "clusters/base/kustomization.yaml:16 (resource apps-wave-1-side.yaml)" in removed[0]["message"]
     assert not (example_repo / "clusters/base/apps-wave-1-side.yaml").exists()
     assert not (example_repo / "apps/wave-1-side").exists()
     assert "1-side" not in out["placement"]
+    for overlay in ("clusters/dev", "clusters/prod"):
+        built = kubectl(example_repo / overlay)
+        assert built.returncode == 0, built.stderr
+        assert "apps-wave-1-side" not in built.stdout
+    assert main(["check", str(example_repo)]) == 0, capsys.readouterr().out
 
 
 # ---- ready_before against every schedule Flux may run -------------------------------------------------
