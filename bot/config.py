@@ -43,7 +43,8 @@ class Config:
     extra_units: tuple[ExtraUnit, ...] = ()
     kustomization_template: Mapping[str, Any] | None = None
     overlays: tuple[str, ...] | None = None
-    decryption_secret: str = "sops-age"
+    decryption_secret: str | None = "sops-age"
+    """The Secret every wave's secretRef names; None: a controller-level key (no secretRef needed)."""
     stateful_kinds: tuple[str, ...] = ()
     non_gating: tuple[str, ...] = ()
     """Units that go to their wave's side branch: applied after what they need, gating nobody."""
@@ -170,6 +171,8 @@ def _convert(key: str, value: Any, path: str, info: yamlio.DocInfo) -> Any:
         if not isinstance(value, str) or not is_safe_relpath(value):
             raise _bad(key, "a relative path inside the repository (no '..', no leading '/')", path, line)
         return value
+    if key == "decryption_secret" and value is None:
+        return None  # controller-level key (kustomize-controller --sops-age-secret)
     if key in ("wave_name", "decryption_secret", "side_name"):
         if not isinstance(value, str) or not value:
             raise _bad(key, "a non-empty string", path, line)

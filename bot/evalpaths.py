@@ -1,32 +1,72 @@
-"""Which directories Flux builds the waves' Flux Kustomizations through: the evaluation paths.
+"""Which ways Flux builds the waves' Flux Kustomizations: the evaluation paths.
 
-The base (`clusters/base`) lists one Flux Kustomization per wave; Flux applies them through the
-environment overlays (`clusters/dev`, ...), directories whose kustomization refers to the base,
-directly or through another overlay. The checks evaluate each of them (`bot.kustomize.build`).
+The base (`clusters/base`) lists one Flux Kustomization per wave. Flux applies them through
+- the environment overlays (`clusters/dev`, ...): directories under the base's parent whose
+  kustomization refers to the base, directly or through another overlay (or `overlays:` as
+  configured), each built as kustomize builds it;
+- Flux Kustomizations anywhere in the repository (outside the app and catalog directories) whose
+  `spec.path` is the base or an overlay, built with their `spec.components` and `spec.patches`
+  added the way kustomize-controller adds them (the common cluster-template layout:
+  `clusters/<env>/cluster-apps.yaml` with `path: ./clusters/base` and per-cluster `spec.patches`).
+  One that points at an overlay and adds nothing is that overlay's path already.
+The checks evaluate each of them (`bot.kustomize.build`).
 """
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from bot import yamlio
 from bot.config import Config
 from bot.decryption import wave_objects
 from bot.errors import WaveBotError
+from bot.kustomizations import Builds, is_kustomization_file
 from bot.kustomize import (
+    Additions,
     BuildError,
     Kustomization,
     Unsupported,
-    build,
     find_kustomization,
     read_kustomization,
     resolve,
 )
+from bot.naming import is_yaml_name
+from bot.render import FLUX_GROUP
+from bot.resid import ResourceId
 from bot.side import Slot
 from bot.tree import Tree
 
 MAX_DISCOVERY_DEPTH = 4
 """How deep under clusters/ overlays are looked for (clusters/<env>/<region>/... is plenty)."""
+MAX_FLUX_DEPTH = 6
+"""How deep Flux Kustomizations are looked for in the whole repository."""
+# Flux Kustomization spec fields that change what a build gives the waves and that wave-bot does not
+# evaluate (namePrefix/nameSuffix rename the waves' Kustomizations; the v1beta2 patch fields are gone
+# from Flux's v1 API). Other spec fields (targetNamespace, commonMetadata, images, postBuild) act
+# after the patches or not on a Flux Kustomization's spec.decryption.
+FLUX_UNSUPPORTED = ("namePrefix", "nameSuffix", "patchesStrategicMerge", "patchesJson6902")
+
+
+@dataclass(frozen=True)
+class EvalPath:
+    """One way Flux builds the waves: an overlay directory, or a Flux Kustomization's spec.path
+    with its spec.patches and spec.components."""
+
+    directory: str
+    """The directory kustomize builds."""
+    label: str
+    """How findings name it."""
+    cluster_dir: str
+    """The directory of the cluster it belongs to (where its kustomize-controller is configured)."""
+    file: str | None = None
+    """For a Flux Kustomization: the file that defines it."""
+    flux: ResourceId | None = None
+    line: int | None = None
+    additions: Additions | None = None
+    unsupported: str | None = None
+    """Why wave-bot cannot evaluate it, when it cannot (read before any build)."""
 
 
 def discover_overlays(tree: Tree, config: Config) -> list[str]:
@@ -84,6 +124,79 @@ def _references(tree: Tree, directory: str) -> set[str]:
     return out
 
 
+def evaluation_paths(tree: Tree, config: Config) -> list[EvalPath]:
+    """Every evaluation path: the overlays first, then the Flux Kustomizations that build the base or
+    an overlay (sorted by file)."""
+    overlays = discover_overlays(tree, config)
+    paths = [EvalPath(o, o, o) for o in overlays]
+    targets = {config.base_dir, *overlays}
+    for path, info, value in flux_kustomizations(tree, config):
+        spec: dict[str, Any] = value["spec"] if isinstance(value.get("spec"), dict) else {}
+        built = _spec_path(spec.get("path"))
+        if built is None or built not in targets:
+            continue
+        adds = {k: spec.get(k) for k in ("patches", "components") if spec.get(k) not in (None, [])}
+        if built in overlays and not adds and not any(k in spec for k in FLUX_UNSUPPORTED):
+            continue  # the overlay as it is: already a path
+        rid = ResourceId.of_object(value)
+        label = f"{path} (Flux Kustomization {rid.namespace or 'flux-system'}/{rid.name}, path ./{built})"
+        unsupported = next((f"its spec.{k} is not evaluated by wave-bot" for k in FLUX_UNSUPPORTED
+                            if spec.get(k) not in (None, "", [])), None)
+        paths.append(EvalPath(built, label, posixpath.dirname(path), path, rid, info.start_line,
+                              _additions(path, built, adds, info), unsupported))
+    return paths
+
+
+def _spec_path(value: Any) -> str | None:
+    """spec.path as a repo-relative directory ('' for the root); None when it leaves the repository."""
+    if not isinstance(value, str):
+        return None if value is not None else ""  # Flux: no path means the source's root
+    joined = posixpath.normpath(value.lstrip("/")) if value.strip() else "."
+    if joined == ".." or joined.startswith("../"):
+        return None
+    return "" if joined == "." else joined
+
+
+def _additions(path: str, built: str, adds: dict[str, Any], info: yamlio.DocInfo) -> Additions | None:
+    if not adds:
+        return None
+    return Additions(path, adds, info, built=built)
+
+
+def flux_kustomizations(tree: Tree, config: Config) -> list[tuple[str, yamlio.DocInfo, dict[str, Any]]]:
+    """(file, document info, value) of every Flux Kustomization in the repository outside the app and
+    catalog directories (hidden directories, links and unreadable files left out)."""
+    out = []
+    for path in _yaml_files(tree, "", 0, {config.apps_dir, config.catalog_dir}):
+        try:
+            data = tree.read(path)
+            if b"kustomize.toolkit.fluxcd.io" not in data:
+                continue  # cheap: most files are not Flux objects
+            docs = yamlio.load(data, path)
+        except WaveBotError:
+            continue  # the inventory reports unreadable files
+        for doc in docs:
+            value = doc.value
+            if isinstance(value, dict) and value.get("kind") == "Kustomization" and str(
+                    value.get("apiVersion", "")).startswith(f"{FLUX_GROUP}/"):
+                out.append((path, doc.info, value))
+    return out
+
+
+def _yaml_files(tree: Tree, directory: str, depth: int, skip: set[str]) -> list[str]:
+    found = []
+    prefix = f"{directory}/" if directory else ""
+    for entry in tree.entries(directory):
+        path = prefix + entry.name
+        if entry.name.startswith(".") or path in skip:
+            continue
+        if entry.kind == "dir" and depth < MAX_FLUX_DEPTH:
+            found += _yaml_files(tree, path, depth + 1, skip)
+        elif entry.kind == "file" and is_yaml_name(entry.name) and not is_kustomization_file(entry.name):
+            found.append(path)
+    return found
+
+
 # ---- the base: where it lists each wave -----------------------------------------------------------
 
 
@@ -121,13 +234,17 @@ def base_kustomization(tree: Tree, config: Config) -> Kustomization | None:
     return read_kustomization(tree, kfile, check=False) if kfile is not None else None
 
 
-def built_waves(tree: Tree, directory: str, config: Config, waves: Sequence[Slot]) -> set[Slot] | None:
+def built_waves(tree: Tree, directory: str, config: Config, waves: Sequence[Slot],
+                builds: Builds | None = None) -> set[Slot] | None:
     """The waves whose Flux Kustomization `directory` builds; None when it cannot be evaluated."""
     try:
-        result = build(tree, directory)
+        result = (builds or Builds()).build(tree, directory)
     except (BuildError, Unsupported):
         return None
     return {n for n in waves if wave_objects(result, config, n)}
 
 
-__all__ = ["WaveEntry", "base_kustomization", "built_waves", "discover_overlays", "wave_entries"]
+__all__ = [
+    "EvalPath", "WaveEntry", "base_kustomization", "built_waves", "discover_overlays", "evaluation_paths",
+    "flux_kustomizations", "wave_entries",
+]

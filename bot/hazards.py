@@ -23,9 +23,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from bot import yamlio
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.evalpaths import discover_overlays
@@ -37,10 +35,14 @@ from bot.inventory import (
     Resource,
     ResourceId,
     WaveFile,
+    clusters_dir,
 )
+from bot.kustomizations import Kustomizations, read_kustomizations
+from bot.kustomize import build
 from bot.lifecycle import Item
 from bot.model import Finding
 from bot.ownership import Copy, Ownership, may_prune, ownership
+from bot.render import FLUX_GROUP
 from bot.side import Side, Slot, number, ready_before
 from bot.tree import Tree
 
@@ -626,93 +628,54 @@ def wave_removable_finding(base: Inventory, wave: Slot, config: Config, referenc
 def wave_references(tree: Tree, config: Config, wave: Slot) -> tuple[Reference, ...]:
     """Where `tree` refers to wave `wave`'s Flux Kustomization outside its own file.
 
-    The base kustomization.yaml's `resources` entry, and in each overlay's kustomization.yaml the
-    `patches` / `patchesStrategicMerge` entries aimed at it (inline patch, patch file, or target
-    name).
+    The base kustomization's `resources` entry, and every patch aimed at that Kustomization alone
+    (inline, a patch file, or a target naming it) in the kustomizations the overlays build with.
     """
     return kustomization_references(tree, config, config.wave_cr_name(wave), config.wave_cr_path(wave))
 
 
 def kustomization_references(tree: Tree, config: Config, cr: str, path: str) -> tuple[Reference, ...]:
-    """Where `tree` refers to the Flux Kustomization `cr`, defined in `path`, outside that file."""
-    cr_file = posixpath.relpath(path, config.base_dir)
+    """Where `tree` refers to the Flux Kustomization `cr`, defined in `path`, outside that file:
+    read from the one model of the repository's kustomizations (any kustomization file name)."""
+    model = read_kustomizations(tree, clusters_dir(config))
     found: list[Reference] = []
-    base_kustomization = f"{config.base_dir}/kustomization.yaml"
-    doc = _load(tree, base_kustomization)
-    if doc is not None:
-        for i, entry in enumerate(_list(doc.value, "resources")):
-            if isinstance(entry, str) and posixpath.normpath(entry) == cr_file:
-                line = doc.info.line(("resources", i))
-                found.append(Reference(base_kustomization, line, f"resource {entry}", "resources", i,
-                                       _line_text(tree, base_kustomization, line)))
+    base = model.in_directory(config.base_dir)
+    for ref in model.references:
+        if base is not None and ref.kustomization == base.path and ref.role == "resource" and ref.path == path:
+            found.append(Reference(base.path, ref.line, f"resource {ref.written}", ref.key, ref.index,
+                                   _line_text(tree, base.path, ref.line)))
+    used = _overlay_kustomizations(tree, config, model)
+    for entry in model.patches_aimed_only_at(FLUX_GROUP, "Kustomization", cr):
+        use = entry.use
+        if use.file not in used:
+            continue
+        file = ""
+        if use.target is not None:
+            what = f"patch targeting {cr}"
+        elif use.path is not None:
+            what, file = f"patch file {posixpath.relpath(use.path, posixpath.dirname(use.file))}", use.path
+        else:
+            what = f"inline patch for {cr}"
+        found.append(Reference(use.file, use.line, what, use.field, use.index, _line_text(tree, use.file, use.line),
+                               file))
+    return tuple(sorted(set(found)))
+
+
+def _overlay_kustomizations(tree: Tree, config: Config, model: Kustomizations) -> set[str]:
+    """The kustomization files the overlays read: each overlay's own, its components', its parents'."""
+    used: set[str] = set()
     for overlay in discover_overlays(tree, config):
-        found += _patch_references(tree, f"{overlay}/kustomization.yaml", cr)
-    return tuple(sorted(found))
-
-
-def _patch_references(tree: Tree, path: str, cr: str) -> list[Reference]:
-    doc = _load(tree, path)
-    if doc is None:
-        return []
-    overlay = posixpath.dirname(path)
-    found = []
-    for key in ("patches", "patchesStrategicMerge"):
-        for i, entry in enumerate(_list(doc.value, key)):
-            what = _patch_target(tree, overlay, entry, cr)
-            if what is not None:
-                line = doc.info.line((key, i))
-                file = entry.get("path") if isinstance(entry, dict) else entry if isinstance(entry, str) else None
-                found.append(Reference(path, line, what, key, i, _line_text(tree, path, line),
-                                       posixpath.normpath(f"{overlay}/{file}") if what.startswith("patch file")
-                                       and isinstance(file, str) else ""))
-    return found
-
-
-def _patch_target(tree: Tree, overlay: str, entry: Any, cr: str) -> str | None:
-    """How `entry` (one patch) aims at the Flux Kustomization `cr`, or None when it does not."""
-    if isinstance(entry, str):  # patchesStrategicMerge: a file name or an inline patch
-        entry = {"patch": entry} if "\n" in entry else {"path": entry}
-    if not isinstance(entry, dict):
-        return None
-    target = entry.get("target")
-    if isinstance(target, dict) and target.get("name") == cr:
-        return f"patch targeting {cr}"
-    if isinstance(entry.get("patch"), str) and _names(entry["patch"].encode(), overlay, cr):
-        return f"inline patch for {cr}"
-    if isinstance(entry.get("path"), str):
-        file = posixpath.normpath(f"{overlay}/{entry['path']}")
-        if tree.kind(file) == "file" and _names(tree.read(file), file, cr):
-            return f"patch file {entry['path']}"
-    return None
-
-
-def _names(data: bytes, path: str, cr: str) -> bool:
-    """Whether a patch's YAML names the Flux Kustomization `cr`; unreadable patches name nothing."""
-    try:
-        docs = yamlio.load(data, path)
-    except WaveBotError:
-        return False
-    return any(
-        isinstance(d.value, dict) and d.value.get("kind") == "Kustomization"
-        and isinstance(d.value.get("metadata"), dict) and d.value["metadata"].get("name") == cr
-        for d in docs
-    )
+        try:
+            used.update(build(tree, overlay).kustomizations)
+        except WaveBotError:  # what cannot be built still has its own kustomization
+            own = model.in_directory(overlay)
+            used.update([own.path] if own is not None else [])
+    return used
 
 
 def _line_text(tree: Tree, path: str, line: int) -> str:
     lines = tree.read(path).decode(errors="replace").splitlines()
     return lines[line - 1] if 0 < line <= len(lines) else ""
-
-
-def _load(tree: Tree, path: str) -> yamlio.Document | None:
-    if tree.kind(path) != "file":
-        return None
-    return yamlio.load_one(tree.read(path), path)
-
-
-def _list(value: Any, key: str) -> list[Any]:
-    items = value.get(key) if isinstance(value, dict) else None
-    return items if isinstance(items, list) else []
 
 
 __all__ = [

@@ -1,14 +1,16 @@
 """What each wave's Flux Kustomization applies, read from a `Tree`: the input of the hazard checks.
 
-A wave's content is what `apps/wave-<N>/kustomization.yaml` lists as plain files of that directory
-(entries naming a subdirectory, another directory or a URL are not followed), or, without that file,
-every YAML file in the directory except kustomization.yaml. Each document of each such file is one
+A wave's content is what `apps/wave-<N>/kustomization.yaml` (or `.yml`, or `Kustomization`) lists as
+plain files of that directory (entries naming a subdirectory, another directory or a URL are not
+followed), or, without such a file, every YAML file in the directory. Each document of each such file is one
 object. App manifests are read with `yamlio.scan` only (no objects constructed): 10,000-service
 repositories must stay cheap, and a `ParseCache` shared by the base tree and the current tree parses
 identical bytes once.
 
 Besides the waves, the inventory records every Flux Kustomization found under the clusters
 directory (the parent of `config.base_dir`), because removing one that prunes deletes what it owns.
+What the kustomizations there use as patches, generator inputs or configuration (whatever their
+file is named, read by `bot.kustomizations`) is not a definition.
 
 Decisions:
 - A document without apiVersion, kind or metadata.name (or not a mapping at all), and a file that is
@@ -31,6 +33,7 @@ from functools import cached_property
 from bot import yamlio
 from bot.config import Config
 from bot.errors import WaveBotError
+from bot.kustomizations import applied_files, is_kustomization_file, listed_files, read_kustomizations
 from bot.model import Finding
 from bot.naming import is_yaml_name
 from bot.placement import KUSTOMIZATION
@@ -378,7 +381,7 @@ def read_inventory(tree: Tree, config: Config, cache: ParseCache | None = None) 
         files += (f for f in (_wave_file(reader, wave, f"{directory}/{n}") for n in applied) if f is not None)
         stray += (StrayFile(f"{directory}/{name}", wave) for name in unlisted)
     for entry in tree.entries(config.apps_dir):
-        if entry.kind == "file" and is_yaml_name(entry.name) and entry.name != KUSTOMIZATION:
+        if entry.kind == "file" and is_yaml_name(entry.name) and not is_kustomization_file(entry.name):
             stray.append(StrayFile(f"{config.apps_dir}/{entry.name}", None))
     flux = _flux_kustomizations(reader)
     return Inventory(
@@ -407,44 +410,22 @@ def _wave_dirs(tree: Tree, config: Config) -> list[tuple[Slot, str]]:
 
 def _wave_content(tree: Tree, directory: str) -> tuple[list[str], list[str]]:
     """(names of the files the wave applies, names of its YAML files it does not apply)."""
-    names = []
+    names: list[str] = []
+    kustomizations: list[str] = []
     for entry in tree.entries(directory):
         if entry.kind == "link":
             raise refuse_link(f"{directory}/{entry.name}")
-        if entry.kind == "file" and entry.name != KUSTOMIZATION:
-            names.append(entry.name)
-    if tree.kind(f"{directory}/{KUSTOMIZATION}") != "file":
+        if entry.kind == "file":
+            (kustomizations if is_kustomization_file(entry.name) else names).append(entry.name)
+    if not kustomizations:
         applied = [n for n in names if is_yaml_name(n)]
         return applied, []
-    listed = set(_listed_files(tree, f"{directory}/{KUSTOMIZATION}"))
+    if len(kustomizations) > 1:
+        raise WaveBotError(f"has several kustomization files ({', '.join(kustomizations)}); kustomize accepts one",
+                           path=directory, hint=f"keep {KUSTOMIZATION} (wave-bot generates it) and delete the others")
+    listed = set(listed_files(tree, f"{directory}/{kustomizations[0]}"))
     applied = [n for n in names if n in listed]
     return applied, [n for n in names if n not in listed and is_yaml_name(n)]
-
-
-def _resource_item(path: yamlio.Path) -> bool:
-    return len(path) <= 2 and path[0] == "resources"
-
-
-def _listed_files(tree: Tree, path: str) -> list[str]:
-    """The plain file names a kustomization.yaml lists in `resources` (other entries are ignored).
-
-    Read with the scanner, not built into objects: a wave of a large repository lists thousands.
-    """
-    docs = [d for d in yamlio.scan(tree.read(path), path, capture=_resource_item) if not d.empty]
-    if docs and (not docs[0].is_mapping or ("resources",) in docs[0].scalars):
-        raise WaveBotError(
-            "is not a kustomization with a list of resources",
-            path=path,
-            line=docs[0].start_line,
-            hint="run `wave-bot apply` to regenerate it",
-        )
-    items = docs[0].scalars if docs else {}
-    names = []
-    for _, entry in sorted((k, v) for k, v in items.items() if len(k) == 2):
-        name = entry[2:] if entry.startswith("./") else entry
-        if name and "/" not in name and name not in (".", ".."):
-            names.append(name)
-    return names
 
 
 def _wave_file(reader: _Reader, wave: Slot, path: str) -> WaveFile | None:
@@ -480,26 +461,6 @@ def _yaml_files_under(tree: Tree, directory: str) -> Iterator[str]:
             yield path
 
 
-def _patch_files(tree: Tree, files: list[str]) -> set[str]:
-    """The files that the kustomization.yaml files among `files` use as patches, not as resources."""
-    patches: set[str] = set()
-    for path in files:
-        if posixpath.basename(path) != KUSTOMIZATION:
-            continue
-        try:
-            doc = yamlio.load_one(tree.read(path), path)
-        except WaveBotError:
-            continue  # kustomize reports a broken kustomization.yaml; wave-bot's other checks too
-        value = doc.value if doc is not None and isinstance(doc.value, dict) else {}
-        for key in ("patches", "patchesStrategicMerge", "patchesJson6902"):
-            entries = value.get(key)
-            for entry in entries if isinstance(entries, list) else []:
-                target = entry.get("path") if isinstance(entry, dict) else entry
-                if isinstance(target, str) and "\n" not in target:
-                    patches.add(posixpath.normpath(f"{posixpath.dirname(path)}/{target}"))
-    return patches
-
-
 def _flux_kustomizations(reader: _Reader) -> tuple[FluxKustomization, ...]:
     """Every Flux Kustomization defined under the clusters directory.
 
@@ -508,13 +469,15 @@ def _flux_kustomizations(reader: _Reader) -> tuple[FluxKustomization, ...]:
     it more dangerous: one setting prune: true or a deletionPolicy counts, one setting prune: false
     does not, since another overlay may still prune.
     """
-    files = list(_yaml_files_under(reader.tree, clusters_dir(reader.config)))
-    patch_files = _patch_files(reader.tree, files)
+    root = clusters_dir(reader.config)
+    files = list(_yaml_files_under(reader.tree, root))
+    kustomizations = read_kustomizations(reader.tree, root)
+    patch_files, not_objects = kustomizations.patch_files(), kustomizations.not_objects()
     definitions: dict[ResourceId, FluxKustomization] = {}
     patched: list[FluxKustomization] = []
     for path in files:
-        if posixpath.basename(path) == KUSTOMIZATION:
-            continue  # kustomize's own config (read above), never a Flux object
+        if path in not_objects and path not in patch_files:
+            continue  # kustomize's own configuration and generator inputs, never a Flux object
         parsed = reader.parse(path, None)
         for obj in parsed.objects if parsed is not None else ():
             if obj.id is None or obj.id.group != FLUX_GROUP or obj.id.kind != "Kustomization":
@@ -557,46 +520,12 @@ def _other_resources(reader: _Reader, flux: tuple[FluxKustomization, ...]) -> tu
         if directory is None or (posixpath.dirname(directory) == config.apps_dir
                                  and config.slot_of_dir(posixpath.basename(directory)) is not None):
             continue
-        for path in _applied_files(reader.tree, directory, set()):
+        for path in applied_files(reader.tree, directory):
             parsed = reader.parse(path, None)
             for obj in parsed.objects if parsed is not None else ():
                 if obj.id is not None and not (obj.id.group == FLUX_GROUP and obj.id.kind == "Kustomization"):
                     out.append(OwnedResource(obj.id, k.name, path, obj.line, obj.prune_disabled))
     return tuple(sorted(out))
-
-
-
-def _applied_files(tree: Tree, directory: str, seen: set[str]) -> list[str]:
-    if directory in seen:
-        return []
-    seen.add(directory)
-    prefix = f"{directory}/" if directory else ""
-    kustomization = f"{prefix}{KUSTOMIZATION}"
-    out: list[str] = []
-    if tree.kind(kustomization) == "file":
-        try:
-            docs = [d for d in yamlio.scan(tree.read(kustomization), kustomization, capture=_resource_item)
-                    if not d.empty]
-        except WaveBotError:
-            return []
-        items = docs[0].scalars if docs else {}
-        for _, ref in sorted((k, v) for k, v in items.items() if len(k) == 2):
-            path = posixpath.normpath(f"{prefix}{ref}")
-            if "://" in ref or path == ".." or path.startswith("../"):
-                continue
-            kind = tree.kind(path)
-            if kind == "file":
-                out.append(path)
-            elif kind == "dir":
-                out += _applied_files(tree, path, seen)
-        return out
-    for entry in tree.entries(directory):
-        path = f"{prefix}{entry.name}"
-        if entry.kind == "file" and is_yaml_name(entry.name):
-            out.append(path)
-        elif entry.kind == "dir":
-            out += _applied_files(tree, path, seen)
-    return out
 
 
 __all__ = [

@@ -22,11 +22,14 @@ hide what the rest of the overlay does.
 from __future__ import annotations
 
 import copy
+import functools
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+import re2
 
 from bot import yamlio
 from bot.errors import WaveBotError
@@ -126,17 +129,33 @@ class Selector:
         return ", ".join(f"{k}: {v}" for k, v in self.fields.items())
 
 
-def _full_match(pattern: str, value: str) -> bool:
-    return re.fullmatch(f"(?:{pattern})", value) is not None
+@functools.lru_cache(maxsize=512)
+def _regex(pattern: str) -> Any:
+    """A target field as kustomize compiles it: Go's RE2 syntax, anchored as `^(?:pattern)$`
+    (api/types/selector.go). google-re2 is the same engine, so what RE2 accepts (POSIX classes such
+    as `[[:digit:]]`) and refuses (look-arounds, back-references) is what kustomize does; Python's
+    `re` differs on both."""
+    options = re2.Options()
+    options.log_errors = False  # the error is raised, and reported once, as a BuildError
+    return re2.compile(f"^(?:{pattern})$", options=options)
+
+
+def target_matches(pattern: str, value: str) -> bool:
+    """Whether a patch target field `pattern` matches `value` the way kustomize matches it."""
+    return _regex(pattern).search(value) is not None
+
+
+_full_match = target_matches
 
 
 def _compile(pattern: str, where: str, line: int | None) -> None:
-    """Refuse a target regex Python cannot read (kustomize uses Go RE2; the common syntax agrees)."""
+    """Refuse a target regex kustomize refuses (`error parsing regexp`: it does not build at all)."""
     try:
-        re.compile(f"(?:{pattern})")
-    except re.error as exc:
-        raise BuildError(f"target regular expression '{pattern}' does not parse: {exc}", path=where,
-                         line=line) from None
+        _regex(pattern)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise BuildError(f"target regular expression '{pattern}' does not parse (kustomize uses Go's RE2: "
+                         f"{reason})", path=where, line=line) from None
 
 
 _REQUIREMENT = re.compile(
@@ -217,6 +236,8 @@ class PatchUse:
     """The objects it changed (their ids at that moment)."""
     depth: int
     """0 for the built directory itself, 1 for what it lists, and so on."""
+    options: frozenset[str] = frozenset()
+    """The `options` set to true (allowNameChange, allowKindChange)."""
 
     @property
     def where(self) -> str:
@@ -265,9 +286,10 @@ class Build:
         return [o for o in self.objects if (o.id.kind, o.id.group, o.id.name) == (kind, group, name)]
 
 
-def build(tree: Tree, directory: str) -> Build:
-    """Evaluate `kustomize build directory` over `tree`. Raises BuildError or Unsupported."""
-    builder = _Builder(tree)
+def build(tree: Tree, directory: str, additions: Additions | None = None) -> Build:
+    """Evaluate `kustomize build directory` over `tree`, with a Flux Kustomization's `additions`
+    (None: none) as kustomize-controller applies them. Raises BuildError or Unsupported."""
+    builder = _Builder(tree, additions)
     resources = builder.target(directory, 0, None, [])
     return Build(
         directory=directory,
@@ -331,6 +353,24 @@ class Kustomization:
         return list(value)
 
 
+@dataclass(frozen=True)
+class Additions(Kustomization):
+    """A Flux Kustomization's `spec.patches` and `spec.components`: kustomize-controller appends them
+    to the kustomization of the directory it builds (`spec.path`) before it runs kustomize, so they
+    resolve against that directory and apply after its own components and patches. `path` is the
+    file defining the Flux Kustomization, `value` holds `patches` and `components`."""
+
+    built: str = ""
+    """The directory kustomize-controller builds."""
+
+    @property
+    def directory(self) -> str:
+        return self.built
+
+    def line(self, *keys: str | int) -> int:
+        return self.info.line(("spec", *keys))
+
+
 def read_bytes(tree: Tree, path: str) -> bytes:
     """A file's bytes; a link, or a file too large to read, is Unsupported (never followed or guessed)."""
     kind = kind_of(tree, path)
@@ -350,10 +390,15 @@ def read_bytes(tree: Tree, path: str) -> bytes:
 
 
 def _load(data: bytes, path: str) -> list[yamlio.Document]:
-    """YAML documents through yamlio (its limits), with a YAML mistake as a BuildError."""
+    """YAML documents through yamlio (its limits), with a YAML mistake as a BuildError. A repeated key
+    is Unsupported: kustomize keeps the last value in a kustomization, and in patches and resources
+    it fails or not depending on where the key is; wave-bot does not guess which."""
     try:
         return [d for d in yamlio.load(data, path) if d.value is not None]
     except WaveBotError as exc:
+        if "duplicate key" in exc.message:
+            raise Unsupported(f"{exc.message}; wave-bot does not evaluate a file with a repeated key", path=exc.path,
+                              line=exc.line, hint="remove the repeated key") from None
         raise BuildError(exc.message, path=exc.path, line=exc.line, hint=exc.hint) from None
 
 
@@ -372,6 +417,9 @@ def read_kustomization(tree: Tree, path: str, *, check: bool = True) -> Kustomiz
     kust = Kustomization(path, doc.value, doc.info)
     if check:
         _check_fields(kust)
+        if all(v is None for k, v in kust.value.items() if k not in ("apiVersion", "kind")):
+            raise BuildError("kustomization file is empty: it sets no field but apiVersion and kind (kustomize: "
+                             "kustomization.yaml is empty)", path=path)
     return kust
 
 
@@ -422,6 +470,79 @@ def _join(directory: str, ref: str) -> str:
     return "" if joined == "." else joined
 
 
+# ---- reading patches -------------------------------------------------------------------------
+
+
+def read_patch(tree: Tree, kust: Kustomization, key: PatchField, i: int, entry: Any, depth: int = 0,
+               count: Callable[[str], None] | None = None) -> PatchUse:
+    """Entry `i` of the patch field `key` of `kust`, read (its file too) but not applied: the one
+    reading of a patch entry the evaluator and `bot.kustomizations` share. BuildError when
+    kustomize would refuse the entry; `count` is told each file read."""
+    line = kust.line(key, i)
+    if key == "patchesStrategicMerge":
+        return _read_legacy_smp(tree, kust, i, entry, depth, line, count)
+    _mapping_of(entry, PATCH_KEYS, f"{key}[{i}]", "a mapping (path/patch, target)", kust, line)
+    if ("path" in entry) == ("patch" in entry):
+        raise BuildError(f"{key}[{i}] needs exactly one of 'path' and 'patch'", path=kust.path, line=line)
+    target = _selector(entry.get("target"), f"{key}[{i}]", kust, line)
+    if key == "patchesJson6902" and (target is None or "name" not in target.fields):
+        raise BuildError(f"{key}[{i}] needs a target with a name (kustomize: must specify the target name)",
+                         path=kust.path, line=line)
+    path = None
+    if "path" in entry:
+        if not isinstance(entry["path"], str):
+            raise BuildError(f"{key}[{i}].path must be a string", path=kust.path, line=line)
+        path = resolve(kust.directory, entry["path"], kust.path, line, tree=tree)
+    elif not isinstance(entry["patch"], str):
+        raise BuildError(f"{key}[{i}].patch must be a string (use `patch: |`)", path=kust.path, line=line)
+    docs = _patch_documents(tree, kust, key, i, path, entry.get("patch"), count)
+    if len(docs) == 1 and isinstance(docs[0], list):
+        form: Literal["smp", "json6902"] = "json6902"
+    elif docs and all(isinstance(d, dict) for d in docs) and key != "patchesJson6902":
+        form = "smp"
+    else:
+        raise BuildError(f"{key}[{i}] is neither a strategic-merge nor a JSON6902 patch", path=kust.path,
+                         line=line)
+    options = _options(entry.get("options"), f"{key}[{i}]", kust, line)
+    return PatchUse(kust.path, key, i, line, form, path, target, tuple(docs), (), depth, options)
+
+
+def _read_legacy_smp(tree: Tree, kust: Kustomization, i: int, entry: Any, depth: int, line: int,
+                     count: Callable[[str], None] | None) -> PatchUse:
+    """A patchesStrategicMerge entry: a file when one exists at that path, else inline YAML."""
+    if not isinstance(entry, str):
+        raise BuildError(f"patchesStrategicMerge[{i}] must be a string (a path or an inline patch)",
+                         path=kust.path, line=line)
+    path: str | None = None
+    if "\n" not in entry.strip():
+        candidate = resolve(kust.directory, entry.strip(), kust.path, line, tree=tree)
+        path = candidate if kind_of(tree, candidate) in ("file", "link") else None
+    docs = _patch_documents(tree, kust, "patchesStrategicMerge", i, path, entry, count)
+    if not all(isinstance(d, dict) for d in docs):
+        raise BuildError(f"patchesStrategicMerge[{i}]: '{entry.strip()[:80]}' is neither a file nor a "
+                         "strategic-merge patch", path=kust.path, line=line)
+    return PatchUse(kust.path, "patchesStrategicMerge", i, line, "smp", path, None, tuple(docs), (), depth)
+
+
+def _patch_documents(tree: Tree, kust: Kustomization, key: str, i: int, path: str | None, inline: Any,
+                     count: Callable[[str], None] | None) -> list[Any]:
+    if path is not None:
+        if count is not None:
+            count(path)
+        data, label = read_bytes(tree, path), path
+    else:
+        data, label = str(inline).encode(), f"{kust.path} ({key}[{i}])"
+    docs = [d.value for d in _load(data, label)]
+    if not docs:
+        raise BuildError(f"{key}[{i}] is an empty patch", path=kust.path, line=kust.line(key, i))
+    for doc in docs:
+        if isinstance(doc, dict) and not (doc.get("kind") and _name(doc)):
+            raise BuildError(f"{key}[{i}]: a strategic-merge patch needs kind and metadata.name "
+                             "(kustomize cannot parse it otherwise)", path=path or kust.path,
+                             line=kust.line(key, i))
+    return docs
+
+
 # ---- the builder --------------------------------------------------------------------------------
 
 
@@ -446,6 +567,7 @@ class _Res:
 @dataclass
 class _Builder:
     tree: Tree
+    additions: Additions | None = None
     patches: list[PatchUse] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
@@ -479,10 +601,12 @@ class _Builder:
             for key in ("resources", "bases"):  # kustomize appends `bases` after `resources`
                 for i, ref in enumerate(kust.strings(key)):
                     self._add(acc, self._resource(kust, key, i, ref, depth), kust, kust.line(key, i))
-            for i, ref in enumerate(kust.strings("components")):
-                path = resolve(kust.directory, ref, kust.path, kust.line("components", i), tree=self.tree)
-                acc = self.target(path, depth + 1, "Component", acc)
-            self._transform(kust, acc, depth)
+            extra = self.additions if depth == 0 else None
+            for source in (kust, extra) if extra is not None else (kust,):
+                for i, ref in enumerate(source.strings("components")):
+                    path = resolve(source.directory, ref, source.path, source.line("components", i), tree=self.tree)
+                    acc = self.target(path, depth + 1, "Component", acc)
+            self._transform(kust, acc, depth, extra)
         finally:
             self.stack.pop()
         return acc
@@ -509,11 +633,12 @@ class _Builder:
 
     # -- transformers, in kustomize's order
 
-    def _transform(self, kust: Kustomization, acc: list[_Res], depth: int) -> None:
+    def _transform(self, kust: Kustomization, acc: list[_Res], depth: int, extra: Additions | None) -> None:
         for i, entry in enumerate(_list(kust, "patchesStrategicMerge")):
             self._legacy_smp(kust, i, entry, acc, depth)
-        for i, entry in enumerate(_list(kust, "patches")):
-            self._patch(kust, "patches", i, entry, acc, depth)
+        for source in (kust, extra) if extra is not None else (kust,):
+            for i, entry in enumerate(_list(source, "patches")):
+                self._patch(source, "patches", i, entry, acc, depth)
         self._namespace(kust, acc)
         self._metadata(kust, acc)
         for i, entry in enumerate(_list(kust, "patchesJson6902")):
@@ -549,69 +674,16 @@ class _Builder:
     # -- patches
 
     def _legacy_smp(self, kust: Kustomization, i: int, entry: Any, acc: list[_Res], depth: int) -> None:
-        """A patchesStrategicMerge entry: a file when one exists at that path, else inline YAML."""
-        line = kust.line("patchesStrategicMerge", i)
-        if not isinstance(entry, str):
-            raise BuildError(f"patchesStrategicMerge[{i}] must be a string (a path or an inline patch)",
-                             path=kust.path, line=line)
-        path: str | None = None
-        if "\n" not in entry.strip():
-            candidate = resolve(kust.directory, entry.strip(), kust.path, line, tree=self.tree)
-            path = candidate if kind_of(self.tree, candidate) in ("file", "link") else None
-        docs = self._patch_documents(kust, "patchesStrategicMerge", i, path, entry)
-        if not all(isinstance(d, dict) for d in docs):
-            raise BuildError(f"patchesStrategicMerge[{i}]: '{entry.strip()[:80]}' is neither a file nor a "
-                             "strategic-merge patch", path=kust.path, line=line)
-        use = PatchUse(kust.path, "patchesStrategicMerge", i, line, "smp", path, None, tuple(docs), (), depth)
-        self._smp_by_id(use, acc)
+        self._smp_by_id(read_patch(self.tree, kust, "patchesStrategicMerge", i, entry, depth, self._count), acc)
 
     def _patch(self, kust: Kustomization, key: PatchField, i: int, entry: Any, acc: list[_Res], depth: int) -> None:
-        line = kust.line(key, i)
-        _mapping_of(entry, PATCH_KEYS, f"{key}[{i}]", "a mapping (path/patch, target)", kust, line)
-        if ("path" in entry) == ("patch" in entry):
-            raise BuildError(f"{key}[{i}] needs exactly one of 'path' and 'patch'", path=kust.path, line=line)
-        target = _selector(entry.get("target"), f"{key}[{i}]", kust, line)
-        if key == "patchesJson6902" and (target is None or "name" not in target.fields):
-            raise BuildError(f"{key}[{i}] needs a target with a name (kustomize: must specify the target name)",
-                             path=kust.path, line=line)
-        path = None
-        if "path" in entry:
-            if not isinstance(entry["path"], str):
-                raise BuildError(f"{key}[{i}].path must be a string", path=kust.path, line=line)
-            path = resolve(kust.directory, entry["path"], kust.path, line, tree=self.tree)
-        elif not isinstance(entry["patch"], str):
-            raise BuildError(f"{key}[{i}].patch must be a string (use `patch: |`)", path=kust.path, line=line)
-        docs = self._patch_documents(kust, key, i, path, entry.get("patch"))
-        if len(docs) == 1 and isinstance(docs[0], list):
-            form: Literal["smp", "json6902"] = "json6902"
-        elif docs and all(isinstance(d, dict) for d in docs) and key != "patchesJson6902":
-            form = "smp"
-        else:
-            raise BuildError(f"{key}[{i}] is neither a strategic-merge nor a JSON6902 patch", path=kust.path,
-                             line=line)
-        use = PatchUse(kust.path, key, i, line, form, path, target, tuple(docs), (), depth)
-        if form == "json6902":
+        use = read_patch(self.tree, kust, key, i, entry, depth, self._count)
+        if use.form == "json6902":
             self._json(use, acc, kust)
-        elif target is None:
+        elif use.target is None:
             self._smp_by_id(use, acc)
         else:
             self._smp_by_target(use, acc, kust)
-
-    def _patch_documents(self, kust: Kustomization, key: str, i: int, path: str | None, inline: Any) -> list[Any]:
-        if path is not None:
-            self._count(path)
-            data, label = read_bytes(self.tree, path), path
-        else:
-            data, label = str(inline).encode(), f"{kust.path} ({key}[{i}])"
-        docs = [d.value for d in _load(data, label)]
-        if not docs:
-            raise BuildError(f"{key}[{i}] is an empty patch", path=kust.path, line=kust.line(key, i))
-        for doc in docs:
-            if isinstance(doc, dict) and not (doc.get("kind") and _name(doc)):
-                raise BuildError(f"{key}[{i}]: a strategic-merge patch needs kind and metadata.name "
-                                 "(kustomize cannot parse it otherwise)", path=path or kust.path,
-                                 line=kust.line(key, i))
-        return docs
 
     def _record(self, use: PatchUse, applied: list[ResId]) -> PatchUse:
         done = replace(use, applied_to=tuple(applied))
@@ -630,7 +702,7 @@ class _Builder:
                 failed.append((f"{why} the strategic-merge patch for {wanted.full}", wanted))
                 continue
             applied.append(matches[0].id)
-            _merge_into(acc, matches[0], doc)
+            _merge_into(acc, matches[0], doc, use.options)
         done = self._record(use, applied)
         for message, wanted in failed:
             self.problems.append(Problem(message, done, wanted))
@@ -642,7 +714,7 @@ class _Builder:
         assert use.target is not None
         selected = [r for r in acc if use.target.matches(r.value, r.ids)]
         for res in selected:
-            _merge_into(acc, res, use.documents[0])
+            _merge_into(acc, res, use.documents[0], use.options)
         self._record(use, [r.id for r in selected])
 
     def _json(self, use: PatchUse, acc: list[_Res], kust: Kustomization) -> None:
@@ -702,6 +774,17 @@ def _selector(value: Any, where: str, kust: Kustomization, line: int) -> Selecto
     return Selector(fields)
 
 
+def _options(value: Any, where: str, kust: Kustomization, line: int) -> frozenset[str]:
+    """A patch's `options`: kustomize reads a map of booleans and acts on allowNameChange and
+    allowKindChange (anything else it ignores, and so does wave-bot)."""
+    if value is None:
+        return frozenset()
+    if not isinstance(value, dict) or not all(isinstance(v, bool) for v in value.values()):
+        raise BuildError(f"{where}.options must be a mapping of booleans (allowNameChange, allowKindChange)",
+                         path=kust.path, line=line)
+    return frozenset(str(k) for k, v in value.items() if v)
+
+
 def _name(doc: Mapping[str, Any]) -> str:
     metadata = doc.get("metadata")
     return str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
@@ -726,23 +809,27 @@ def _objects(doc: yamlio.Document, path: str) -> list[_Res]:
     return out
 
 
-def _merge_into(acc: list[_Res], res: _Res, patch: Mapping[str, Any]) -> None:
+def _merge_into(acc: list[_Res], res: _Res, patch: Mapping[str, Any], options: frozenset[str]) -> None:
     """Apply one strategic-merge document to `res` the way Resource.ApplySmPatch does: the object
-    keeps its kind, name and namespace; `$patch: delete` at the top removes it from the build."""
+    keeps its apiVersion and namespace, and its kind and name unless the patch's options allow a
+    change; `$patch: delete` at the top removes it from the build."""
     before = res.id
     merged = merge_patch(res.value, patch)
     if merged is None:
         acc.remove(res)
         return
-    merged["kind"] = before.kind
+    if "allowKindChange" not in options or not merged.get("kind"):
+        merged["kind"] = before.kind
     merged["apiVersion"] = before.api_version
     metadata = merged.setdefault("metadata", {})
-    metadata["name"] = before.name
+    if "allowNameChange" not in options or not metadata.get("name"):
+        metadata["name"] = before.name
     if before.namespace:
         metadata["namespace"] = before.namespace
     else:
         metadata.pop("namespace", None)
     res.value = merged
+    res.note_id()
 
 
 # ---- JSON patch operations, as kustomize checks them ---------------------------------------
@@ -763,8 +850,8 @@ def _json_ops(use: PatchUse, kust: Kustomization) -> list[dict[str, Any]]:
 
 
 __all__ = [
-    "Build", "BuildError", "Kustomization", "Object", "PatchFailed", "PatchUse", "Problem", "ResId", "Selector",
-    "Unsupported",
+    "Additions", "Build", "BuildError", "Kustomization", "Object", "PatchFailed", "PatchUse", "Problem", "ResId",
+    "Selector", "Unsupported",
     "apply_json_patch", "build", "find_kustomization", "is_remote", "label_selector_matches", "merge_patch",
-    "read_kustomization", "resolve",
+    "read_kustomization", "resolve", "target_matches",
 ]

@@ -7,14 +7,23 @@ on the overlays' kustomize output (`bot.kustomize.build`, never kustomize itself
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from bot import yamlio
 from bot.config import Config
-from bot.decryption import ENCRYPTED, wave_objects, wave_of, wave_problem
+from bot.decryption import ENCRYPTED, DecryptionRule, rule_for, wave_objects, wave_of, wave_problem
 from bot.errors import WaveBotError
-from bot.evalpaths import WaveEntry, base_kustomization, built_waves, discover_overlays, wave_entries
-from bot.kustomize import Build, BuildError, Kustomization, Problem, Unsupported, build
+from bot.evalpaths import (
+    EvalPath,
+    WaveEntry,
+    base_kustomization,
+    built_waves,
+    discover_overlays,
+    evaluation_paths,
+    wave_entries,
+)
+from bot.kustomizations import Builds, Kustomizations, read_kustomizations
+from bot.kustomize import Additions, Build, BuildError, Kustomization, Problem, Unsupported, target_matches
 from bot.model import Finding
 from bot.overlayfix import (
     Edit,
@@ -28,13 +37,13 @@ from bot.overlayfix import (
     snippet,
 )
 from bot.render import FLUX_GROUP
-from bot.side import Side, Slot
+from bot.side import Side, Slot, order
 from bot.tree import Tree
 
 FIX_HINT = "run `wave-bot apply --fix-overlays`, or paste each `---` section of the fix into the file it names"
 
 
-def base_findings(tree: Tree, config: Config, waves: Sequence[Slot]) -> list[Finding]:
+def base_findings(tree: Tree, config: Config, waves: Sequence[Slot], builds: Builds | None = None) -> list[Finding]:
     """missing-base-entry: the base does not list a wave's Flux Kustomization, so Flux never creates
     it. stale-base-entry: the base lists an apps-wave-*.yaml that does not exist (no build works)."""
     kust = base_kustomization(tree, config)
@@ -43,10 +52,11 @@ def base_findings(tree: Tree, config: Config, waves: Sequence[Slot]) -> list[Fin
     entries = wave_entries(tree, kust, config)
     findings = [_stale_entry(kust, e, config) for e in entries if tree.kind(e.path) is None]
     listed = {e.wave for e in entries}
-    built = built_waves(tree, config.base_dir, config, waves) or set()
+    builds = builds if builds is not None else Builds()
+    built = built_waves(tree, config.base_dir, config, waves, builds) or set()
     missing = [n for n in waves if n not in listed and n not in built]
     if missing:
-        work = Work(tree)
+        work = Work(tree, builds)
         for n in missing:
             edits = base_edits(work, config, [n], require_file=False)
             findings.append(_missing_entry(kust, n, edits, config))
@@ -84,53 +94,89 @@ def _missing_entry(kust: Kustomization, n: Slot, edits: list[Edit], config: Conf
 
 
 def decryption_findings(
-    tree: Tree, config: Config, waves: Sequence[Slot], sops_waves: set[Slot]
+    tree: Tree, config: Config, waves: Sequence[Slot], sops_waves: set[Slot], builds: Builds | None = None
 ) -> list[Finding]:
-    """missing-decryption for each (overlay, wave) whose build lacks the SOPS decryption (an error
-    when the wave holds a SOPS file), stale-decryption-patch for a patch naming a removed wave that
-    breaks the build, and overlay-build-error / overlay-not-checked when the overlay cannot be read."""
+    """For every evaluation path (`evalpaths.evaluation_paths`): missing-decryption for each wave whose
+    build lacks the SOPS decryption (an error when the wave holds a SOPS file), stale-decryption-patch
+    for a patch naming a removed wave that breaks the build, overlay-build-error when kustomize would
+    fail, overlay-not-checked when wave-bot cannot evaluate it (an error when the waves hold SOPS
+    files). Then decryption-unchecked for each wave holding a SOPS file that no evaluated path builds."""
     findings: list[Finding] = []
-    # Judge each overlay as if the base listed every wave: a wave missing from the base is its own
+    # Judge each path as if the base listed every wave: a wave missing from the base is its own
     # finding (missing-base-entry), and the overlay's decryption for it matters all the same.
-    work = Work(tree)
+    work = Work(tree, builds)
     base_edits(work, config, waves, require_file=True)
     tree = work.tree()
-    in_base = built_waves(tree, config.base_dir, config, waves)
-    for overlay in discover_overlays(tree, config):
+    in_base = built_waves(tree, config.base_dir, config, waves, work.builds)
+    secret_waves = sops_waves & set(in_base if in_base is not None else waves)
+    models: dict[str, Kustomizations] = {}
+    reached: set[Slot] = set()
+    failed = False
+    for path in evaluation_paths(tree, config):
+        if path.cluster_dir not in models:
+            models[path.cluster_dir] = read_kustomizations(tree, path.cluster_dir)
+        rule = rule_for(config, models[path.cluster_dir], path.cluster_dir)
         try:
-            result = build(tree, overlay)
+            if path.unsupported is not None:
+                raise Unsupported(path.unsupported, path=path.file, line=path.line)
+            result = work.builds.build(tree, path.directory, path.additions)
         except Unsupported as exc:
-            findings.append(_not_checked(overlay, exc))
+            findings.append(_not_checked(path, exc, secret_waves))
+            failed = True
             continue
         except BuildError as exc:
-            findings.append(_build_error(overlay, exc))
+            findings.append(_build_error(path.label, exc))
+            failed = True
             continue
-        findings += [_problem_finding(overlay, p, config, waves) for p in result.problems]
-        findings += _wave_findings(tree, config, overlay, result, waves, sops_waves, in_base)
+        reached |= {n for n in waves if wave_objects(result, config, n)}
+        findings += [_problem_finding(path.label, p, config, waves) for p in result.problems]
+        findings += _wave_findings(tree, config, path, result, waves, sops_waves, in_base, work.builds, rule)
+    if not failed:  # (a path that failed is an error finding of its own already)
+        reached |= {f.wave for f in findings if f.code == "wave-not-in-overlay" and f.wave is not None}
+        findings += [_unchecked(n, config) for n in sorted(secret_waves - reached, key=order)]
     return findings
 
 
+def _unchecked(n: Slot, config: Config) -> Finding:
+    name = config.wave_cr_name(n)
+    return Finding(
+        code="decryption-unchecked",
+        severity="error",
+        message=(f"wave {n} holds SOPS-encrypted files, but no overlay and no Flux Kustomization wave-bot found "
+                 f"builds {name}, so nothing shows Flux decrypts them: if it does not, {ENCRYPTED}"),
+        path=config.wave_cr_path(n),
+        wave=n,
+        resource=name,
+        fix=(f"list the directories Flux builds {config.base_dir} through under `overlays:` in {config.source} "
+             f"(the base itself when Flux applies it directly), or add an overlay of {config.base_dir}"),
+    )
+
+
 def _wave_findings(
-    tree: Tree, config: Config, overlay: str, result: Build, waves: Sequence[Slot], sops_waves: set[Slot],
-    in_base: set[Slot] | None,
+    tree: Tree, config: Config, path: EvalPath, result: Build, waves: Sequence[Slot], sops_waves: set[Slot],
+    in_base: set[Slot] | None, builds: Builds, rule: DecryptionRule,
 ) -> list[Finding]:
-    kfile = result.kustomizations[0]
-    wrong = {n: p for n in waves if (p := wave_problem(result, config, n)) is not None}
+    kfile = path.file or result.kustomizations[0]
+    wrong = {n: p for n in waves if (p := wave_problem(result, config, n, rule)) is not None}
     wrong = {n: f"{p}; {miss}" if (miss := _regex_miss(result, config, n)) else p for n, p in wrong.items()}
-    fixes = fix_texts(tree, config, overlay, list(wrong)) if wrong else {}
-    unverified = snippet([Edit(kfile, "patches", regex_item(config))])  # when no edit could be checked
-    findings = [_missing_decryption(overlay, kfile, n, why, n in sops_waves, fixes.get(n, unverified), config)
-                for n, why in wrong.items()]
+    if path.file is None:
+        fixes = fix_texts(tree, config, path.directory, list(wrong), builds, rule) if wrong else {}
+        unverified = snippet([Edit(kfile, "patches", regex_item(config, rule))])  # when no edit could be checked
+    else:
+        fixes = _flux_fix(tree, config, path, list(wrong), builds, rule) if wrong else {}
+        unverified = None
+    findings = [_missing_decryption(path.label, kfile, n, why, n in sops_waves, fixes.get(n, unverified),
+                                    config, rule) for n, why in wrong.items()]
     for n in waves:
         if not wave_objects(result, config, n) and (in_base is None or n in in_base):
             findings.append(Finding(
                 code="wave-not-in-overlay",
                 severity="error",
-                message=(f"{overlay}: its build has no {config.wave_cr_name(n)} Kustomization although "
+                message=(f"{path.label}: its build has no {config.wave_cr_name(n)} Kustomization although "
                          f"{config.base_dir} has one, so wave {n} is never applied in this cluster"),
                 path=kfile,
                 wave=n,
-                overlay=overlay,
+                overlay=path.label,
                 resource=config.wave_cr_name(n),
             ))
     return findings
@@ -149,15 +195,34 @@ def _regex_miss(result: Build, config: Config, n: Slot) -> str | None:
         pattern = patch.target.fields.get("name") if patch.target is not None else None
         if not pattern or not _REGEX_CHARS & set(pattern) or not patch.applied_to or not patch.touches_decryption:
             continue
-        if re.fullmatch(f"(?:{pattern})", name) is None:
+        if not target_matches(pattern, name):
             covered = ", ".join(sorted({i.name for i in patch.applied_to}))
             return (f"{patch.file} {patch.where} (line {patch.line}) gives decryption to the target name "
                     f"'{pattern}', which kustomize matches against the whole name: it covers {covered} but not {name}")
     return None
 
 
+def _flux_fix(tree: Tree, config: Config, path: EvalPath, waves: list[Slot], builds: Builds,
+              rule: DecryptionRule) -> dict[Slot, str]:
+    """The spec.patches item that gives `waves` decryption on a Flux-level path, when evaluating the
+    path with it shows that it does (wave -> snippet)."""
+    assert path.file is not None
+    text = regex_item(config, rule)
+    item = yamlio.load(text.encode(), "snippet")[0].value[0]
+    value = dict(path.additions.value) if path.additions is not None else {}
+    value["patches"] = [*value.get("patches", []), item]
+    info = path.additions.info if path.additions is not None else yamlio.scan(b"{}", path.file)[0]
+    try:
+        result = builds.build(tree, path.directory, Additions(path.file, value, info, built=path.directory))
+    except WaveBotError:
+        return {}
+    fix = f"# {path.file}: add under spec.patches: of {path.flux}:\n{text}"
+    return {n: fix for n in waves if wave_problem(result, config, n, rule) is None}
+
+
 def _missing_decryption(
-    overlay: str, kfile: str, n: Slot, why: str, holds_sops: bool, fix: str | None, config: Config
+    label: str, kfile: str, n: Slot, why: str, holds_sops: bool, fix: str | None, config: Config,
+    rule: DecryptionRule,
 ) -> Finding:
     name = config.wave_cr_name(n)
     if holds_sops:
@@ -167,10 +232,10 @@ def _missing_decryption(
     return Finding(
         code="missing-decryption",
         severity="error" if holds_sops else "warning",
-        message=f"{overlay}: {name} gets no SOPS decryption ({why}); {consequence}",
+        message=f"{label}: {name} gets no SOPS decryption ({why}; wave-bot expects {rule.describe()}); {consequence}",
         path=kfile,
         wave=n,
-        overlay=overlay,
+        overlay=label,
         resource=name,
         fix=fix,
     )
@@ -205,16 +270,25 @@ def _problem_finding(overlay: str, problem: Problem, config: Config, waves: Sequ
     )
 
 
-def _not_checked(overlay: str, exc: WaveBotError) -> Finding:
+def _not_checked(path: EvalPath, exc: WaveBotError, secret_waves: set[Slot]) -> Finding:
     where = f"{exc.location()}: " if exc.path else ""
+    if secret_waves:
+        listed = ", ".join(map(str, sorted(secret_waves, key=order)))
+        severity, stake = "error", f"waves {listed} hold SOPS-encrypted files, so nothing shows they are decrypted"
+    else:
+        severity, stake = "warning", "no wave holds a SOPS file yet"
+    if path.file is None:
+        how = f"kubectl kustomize {path.directory or '.'}"
+    else:
+        how = f"kubectl kustomize {path.directory or '.'} with the spec.patches of {path.file} added"
     return Finding(
         code="overlay-not-checked",
-        severity="warning",
-        message=f"{overlay}: wave-bot cannot check its SOPS decryption: {where}{exc.message}",
+        severity=severity,  # type: ignore[arg-type]
+        message=f"{path.label}: wave-bot cannot check its SOPS decryption ({stake}): {where}{exc.message}",
         path=exc.path,
         line=exc.line,
-        overlay=overlay,
-        fix=f"kubectl kustomize {overlay}  # then check every wave's Flux Kustomization has spec.decryption",
+        overlay=path.label,
+        fix=f"{how}  # then check every wave's Flux Kustomization has spec.decryption",
     )
 
 
@@ -235,7 +309,7 @@ def _build_error(overlay: str, exc: WaveBotError) -> Finding:
 
 
 def new_deepest_wave_findings(
-    tree: Tree, config: Config, waves: Sequence[int], deepest_before: int | None
+    tree: Tree, config: Config, waves: Sequence[Slot], deepest_before: int | None, builds: Builds | None = None
 ) -> list[Finding]:
     """new-deepest-wave when the layout grows a deeper wave than `deepest_before` (None: there were no
     waves) and the hand-maintained files still need their edits: the base entry, and decryption in
@@ -243,10 +317,10 @@ def new_deepest_wave_findings(
     if not waves or max(waves) <= (-1 if deepest_before is None else deepest_before):
         return []
     new = [n for n in waves if deepest_before is None or n > deepest_before]
-    work = Work(tree)
+    work = Work(tree, builds)
     generate_missing_crs(work, config, new)
     edits = base_edits(work, config, new, require_file=False)
-    for overlay in ordered(work.tree(), discover_overlays(tree, config)):
+    for overlay in ordered(work, discover_overlays(tree, config)):
         for fixed in overlay_edits(work, config, overlay, new).values():
             edits += [e for e in fixed if e not in edits]
     if not edits:

@@ -14,10 +14,11 @@ from typing import Any
 
 from bot import render
 from bot.config import Config
-from bot.decryption import SOPS, wave_objects, wave_of, wave_problem
+from bot.decryption import SOPS, DecryptionRule, configured_rule, wave_objects, wave_of, wave_problem
 from bot.errors import WaveBotError
 from bot.evalpaths import WaveEntry, base_kustomization, built_waves, discover_overlays, wave_entries
-from bot.kustomize import Build, BuildError, Kustomization, PatchUse, Unsupported, build
+from bot.kustomizations import Builds
+from bot.kustomize import Build, BuildError, Kustomization, PatchUse, Unsupported
 from bot.model import Change
 from bot.render import FLUX_GROUP
 from bot.side import SIDE_SUFFIX, Side, Slot, order
@@ -25,7 +26,7 @@ from bot.tree import PlannedTree, Tree
 from bot.yamledit import dump, insert_item, item_text, literal, render_item, substitute
 
 
-def fix_overlays(tree: Tree, config: Config, waves: Sequence[Slot]) -> list[Change]:
+def fix_overlays(tree: Tree, config: Config, waves: Sequence[Slot], builds: Builds | None = None) -> list[Change]:
     """The edits that give every wave its base entry and its decryption in every overlay.
 
     Base entries go after the last wave entry, in its comment style. An overlay with no decryption
@@ -35,18 +36,18 @@ def fix_overlays(tree: Tree, config: Config, waves: Sequence[Slot]) -> list[Chan
     is verified by evaluating the overlay again. A wave whose Flux Kustomization file is not in the
     tree gets no base entry (listing it would break every build).
     """
-    work = Work(tree)
+    work = Work(tree, builds)
     base_edits(work, config, waves, require_file=True)
-    for overlay in ordered(work.tree(), discover_overlays(tree, config)):
+    for overlay in ordered(work, discover_overlays(tree, config)):
         overlay_edits(work, config, overlay, list(waves))
     return work.changes()
 
 
-def ordered(tree: Tree, overlays: list[str]) -> list[str]:
+def ordered(work: Work, overlays: list[str]) -> list[str]:
     """Overlays others build on first, so their fixes are inherited rather than repeated."""
     def depth(overlay: str) -> tuple[int, str]:
         try:
-            return len(build(tree, overlay).kustomizations), overlay
+            return len(work.build(overlay).kustomizations), overlay
         except (BuildError, Unsupported):
             return 1 << 30, overlay
     return sorted(overlays, key=depth)
@@ -79,13 +80,25 @@ def snippet(edits: Sequence[Edit]) -> str:
 class Work:
     """The tree with the edits made so far."""
 
-    def __init__(self, tree: Tree) -> None:
+    def __init__(self, tree: Tree, builds: Builds | None = None) -> None:
         self.base = tree
         self.pending: dict[str, bytes] = {}
+        self.builds = builds if builds is not None else Builds()
+        self._trees: dict[tuple[tuple[str, bytes], ...], Tree] = {}
 
     def tree(self, pending: Mapping[str, bytes] | None = None) -> Tree:
+        """The tree with `pending` (default: the edits kept so far) made; the same object for the same
+        edits, so that `builds` evaluates each overlay once per state of the files."""
         files = self.pending if pending is None else pending
-        return PlannedTree(self.base, [Change("update", p, content=c) for p, c in files.items()])
+        if not files:
+            return self.base
+        key = tuple(sorted(files.items()))
+        if key not in self._trees:
+            self._trees[key] = PlannedTree(self.base, [Change("update", p, content=c) for p, c in files.items()])
+        return self._trees[key]
+
+    def build(self, directory: str, pending: Mapping[str, bytes] | None = None) -> Build:
+        return self.builds.build(self.tree(pending), directory)
 
     def read(self, path: str) -> bytes:
         return self.pending[path] if path in self.pending else self.base.read(path)
@@ -120,7 +133,8 @@ def base_edits(work: Work, config: Config, waves: Sequence[Slot], *, require_fil
         if kust is None or (require_file and tree.kind(config.wave_cr_path(n)) != "file"):
             continue
         entries = wave_entries(tree, kust, config)
-        if n in {e.wave for e in entries} or n in (built_waves(tree, config.base_dir, config, [n]) or set()):
+        built = built_waves(tree, config.base_dir, config, [n], work.builds) or set()
+        if n in {e.wave for e in entries} or n in built:
             continue
         edit = _base_entry(work, kust, entries, n, config)
         try:
@@ -153,60 +167,65 @@ def _base_entry(work: Work, kust: Kustomization, entries: list[WaveEntry], n: Sl
 # -- overlay decryption
 
 
-def overlay_edits(work: Work, config: Config, overlay: str, waves: Sequence[Slot]) -> dict[Slot, list[Edit]]:
-    """Make the edits that give `overlay` decryption for `waves`; wave -> the edits that fixed it."""
+def overlay_edits(work: Work, config: Config, overlay: str, waves: Sequence[Slot], rule: DecryptionRule | None = None
+                  ) -> dict[Slot, list[Edit]]:
+    """Make the edits that give `overlay` decryption for `waves` (by `rule`, default: the configured
+    one); wave -> the edits that fixed it."""
+    rule = rule if rule is not None else configured_rule(config)
     fixed: dict[Slot, list[Edit]] = {}
     for n in waves:
         if n in fixed:
             continue
         try:
-            result = build(work.tree(), overlay)
+            result = work.build(overlay)
         except (BuildError, Unsupported):
             return fixed
-        if wave_problem(result, config, n) is None:
+        if wave_problem(result, config, n, rule) is None:
             continue
-        for candidate in _candidates(work, result, config, overlay, n):
-            pending = _verified(work, candidate, overlay, result, config, n)
+        for candidate in _candidates(work, result, config, overlay, n, rule):
+            pending = _verified(work, candidate, overlay, result, config, n, rule)
             if pending is not None:
                 work.pending = pending
-                after = build(work.tree(), overlay)
+                after = work.build(overlay)
                 for m in waves:
-                    if m not in fixed and wave_problem(result, config, m) and not wave_problem(after, config, m):
+                    was, now = wave_problem(result, config, m, rule), wave_problem(after, config, m, rule)
+                    if m not in fixed and was and not now:
                         fixed[m] = candidate
                 break
     return fixed
 
 
 def _verified(
-    work: Work, candidate: list[Edit], overlay: str, before: Build, config: Config, n: Slot
+    work: Work, candidate: list[Edit], overlay: str, before: Build, config: Config, n: Slot, rule: DecryptionRule
 ) -> dict[str, bytes] | None:
     """The pending files with `candidate` made, if it gives wave n decryption and breaks nothing."""
     try:
         pending = work.trial(candidate)
-        result = build(work.tree(pending), overlay)
+        result = work.build(overlay, pending)
     except WaveBotError:
         return None
-    if wave_problem(result, config, n) is not None or not wave_objects(result, config, n):
+    if wave_problem(result, config, n, rule) is not None or not wave_objects(result, config, n):
         return None
     if len(result.problems) > len(before.problems):
         return None
     return pending
 
 
-def _candidates(work: Work, result: Build, config: Config, overlay: str, n: Slot) -> Iterator[list[Edit]]:
+def _candidates(work: Work, result: Build, config: Config, overlay: str, n: Slot, rule: DecryptionRule
+                ) -> Iterator[list[Edit]]:
     """Ways to give wave n decryption, best first; each is verified before it is kept."""
     template = _template(result, config)
     kfile = result.kustomizations[0]
     if template is None:
-        yield [Edit(kfile, "patches", regex_item(config))]
+        yield [Edit(kfile, "patches", regex_item(config, rule))]
     else:
         clone = _clone(work, template, result, config, n)
         if clone is not None:
             yield clone
-        fresh = _fresh(work, template, result, config, n)
+        fresh = _fresh(work, template, result, config, n, rule)
         if fresh is not None:
             yield fresh
-    yield [Edit(kfile, "patches", render_item(_targeted_smp(result, config, n)))]
+    yield [Edit(kfile, "patches", render_item(_targeted_smp(result, config, n, rule)))]
 
 
 def _template(result: Build, config: Config) -> PatchUse | None:
@@ -228,8 +247,9 @@ def _gives_decryption(patch: PatchUse) -> bool:
     return any(isinstance(op, dict) and op.get("op") in ("add", "replace") for op in patch.documents[0])
 
 
-def _decryption(config: Config) -> dict[str, Any]:
-    return {"provider": SOPS, "secretRef": {"name": config.decryption_secret}}
+def _decryption(rule: DecryptionRule) -> dict[str, Any]:
+    secret = rule.secrets[0] if rule.secrets else None
+    return {"provider": SOPS, **({"secretRef": {"name": secret}} if secret is not None else {})}
 
 
 def _name_regex(pattern: str) -> str:
@@ -237,7 +257,8 @@ def _name_regex(pattern: str) -> str:
     return f"{re.escape(prefix)}[0-9]+{re.escape(suffix)}".replace("\\-", "-")
 
 
-def regex_item(config: Config) -> str:
+def regex_item(config: Config, rule: DecryptionRule | None = None) -> str:
+    rule = rule if rule is not None else configured_rule(config)
     pattern = _name_regex(config.wave_name)
     if config.non_gating:  # the side branches too: kustomize matches the whole name
         side = config.side_pattern()
@@ -248,37 +269,39 @@ def regex_item(config: Config) -> str:
             "apiVersion": f"{FLUX_GROUP}/v1",
             "kind": "Kustomization",
             "metadata": {"name": config.wave_name.replace("{n}", "all")},  # ignored: the target decides
-            "spec": {"decryption": _decryption(config)},
+            "spec": {"decryption": _decryption(rule)},
         }),
     }
+    key = (f"The key is the out-of-band {rule.secrets[0]} Secret." if rule.secrets
+           else "The key is kustomize-controller's own (--sops-age-secret).")
     comment = (
         "# SOPS decryption for every app wave (added by wave-bot). LOAD-BEARING: a wave without it applies\n"
-        f"# its *.sops.yaml files still encrypted. The key is the out-of-band {config.decryption_secret} Secret.\n"
+        f"# its *.sops.yaml files still encrypted. {key}\n"
     )
     return comment + render_item(item)
 
 
-def _targeted_smp(result: Build, config: Config, n: Slot) -> dict[str, Any]:
+def _targeted_smp(result: Build, config: Config, n: Slot, rule: DecryptionRule) -> dict[str, Any]:
     obj = wave_objects(result, config, n)[0].original
     return {
         "target": {"group": obj.group, "kind": obj.kind, "name": obj.name},
-        "patch": literal(_smp_doc(result, config, n)),
+        "patch": literal(_smp_doc(result, config, n, rule)),
     }
 
 
-def _smp_doc(result: Build, config: Config, n: Slot) -> dict[str, Any]:
+def _smp_doc(result: Build, config: Config, n: Slot, rule: DecryptionRule) -> dict[str, Any]:
     """A strategic-merge patch naming wave n as the overlay's patches first see it."""
     obj = wave_objects(result, config, n)[0].original
     metadata = {"name": obj.name, **({"namespace": obj.namespace} if obj.namespace else {})}
     return {"apiVersion": obj.api_version, "kind": obj.kind, "metadata": metadata,
-            "spec": {"decryption": _decryption(config)}}
+            "spec": {"decryption": _decryption(rule)}}
 
 
 def _clone(work: Work, template: PatchUse, result: Build, config: Config, n: Slot) -> list[Edit] | None:
     """The template patch copied for wave n, when it is a patch for exactly one other wave."""
     waves = {wave_of(i.name, config) for i in template.applied_to if i.group == FLUX_GROUP}
-    if len(template.applied_to) != 1 or None in waves:
-        return None
+    if len(template.applied_to) != 1 or len(waves) != 1 or None in waves:
+        return None  # a patch of something else than one wave (a ConfigMap, several waves) is no template
     (m,) = waves
     assert m is not None
     mapping = {config.wave_cr_name(m): config.wave_cr_name(n), config.wave_dir(m): config.wave_dir(n)}
@@ -296,11 +319,12 @@ def _clone(work: Work, template: PatchUse, result: Build, config: Config, n: Slo
     return edits
 
 
-def _fresh(work: Work, template: PatchUse, result: Build, config: Config, n: Slot) -> list[Edit] | None:
+def _fresh(work: Work, template: PatchUse, result: Build, config: Config, n: Slot, rule: DecryptionRule
+           ) -> list[Edit] | None:
     """A new patch for wave n written the way the template is (same field, form, inline or file)."""
     obj = wave_objects(result, config, n)[0].original
-    ops = [{"op": "add", "path": "/spec/decryption", "value": _decryption(config)}]
-    content: Any = ops if template.form == "json6902" else _smp_doc(result, config, n)
+    ops = [{"op": "add", "path": "/spec/decryption", "value": _decryption(rule)}]
+    content: Any = ops if template.form == "json6902" else _smp_doc(result, config, n, rule)
     target = {"group": obj.group, "version": obj.version, "kind": obj.kind, "name": obj.name}
     edits: list[Edit] = []
     reference: Any = literal(content)
@@ -336,9 +360,10 @@ def _fresh_path(work: Work, template_path: str, config: Config, n: Slot) -> str 
     return None if work.tree().kind(path) is not None else path
 
 
-def fix_texts(tree: Tree, config: Config, overlay: str, waves: list[Slot]) -> dict[Slot, str]:
+def fix_texts(tree: Tree, config: Config, overlay: str, waves: list[Slot], builds: Builds | None = None,
+              rule: DecryptionRule | None = None) -> dict[Slot, str]:
     """Wave -> the snippet that fixes it (what --fix-overlays would add)."""
-    fixed = overlay_edits(Work(tree), config, overlay, waves)
+    fixed = overlay_edits(Work(tree, builds), config, overlay, waves, rule)
     return {n: snippet(edits) for n, edits in fixed.items()}
 
 

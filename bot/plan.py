@@ -11,6 +11,7 @@ from bot.catalog import load_catalog
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.inventory import Inventory, ParseCache, read_inventory
+from bot.kustomizations import Builds
 from bot.model import Change, Finding
 from bot.placement import KUSTOMIZATION, AppFile, existing_slots, existing_waves, place_files
 from bot.side import Side, Slot, order
@@ -167,9 +168,10 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     if fix_overlays:
         changes = _compact([*changes, *overlayfix.fix_overlays(planned, config, every)])
         planned = PlannedTree(tree, changes)
-    findings += overlaycheck.base_findings(planned, config, every)
-    findings += overlaycheck.new_deepest_wave_findings(planned, config, waves, deepest_before)
-    findings += overlaycheck.decryption_findings(planned, config, every, set(now.sops_waves()))
+    builds = Builds()  # the three checks evaluate the same overlays of the same tree
+    findings += overlaycheck.base_findings(planned, config, every, builds)
+    findings += overlaycheck.new_deepest_wave_findings(planned, config, waves, deepest_before, builds)
+    findings += overlaycheck.decryption_findings(planned, config, every, set(now.sops_waves()), builds)
     findings += imageauto.coverage_findings(planned, config, every)
     placed: dict[Slot, set[str]] = {}
     for file in files:

@@ -179,6 +179,37 @@ AGREE: dict[str, dict[str, str]] = {
             + inline(smp("x", "spec: {timeout: 9m}"), "{labelSelector: env=mid, kind: ConfigMap}"),
             resources="[../mid]"),
     },
+    "RE2 syntax Python's re lacks: a POSIX class": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            smp("x", DEC), "{kind: Kustomization, name: 'apps-wave-[[:digit:]]+'}")),
+    },
+    "an alternation is anchored as a whole": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            smp("x", DEC), "{kind: Kustomization, name: 'apps-wave-0|s-wave-1'}")),
+    },
+    "patches run before namespace and labels": {
+        "clusters/o/kustomization.yaml": overlay(
+            "namespace: other\ncommonLabels: {env: o}\npatches:\n" + inline(smp("apps-wave-0", DEC))
+            + inline(smp("x", "spec: {timeout: 7m}"), "{kind: Kustomization, namespace: flux-system}")
+            + inline(smp("x", "spec: {timeout: 8m}"), "{kind: Kustomization, labelSelector: env=o}")
+            + inline("- {op: copy, from: /metadata/namespace, path: /spec/targetNamespace}",
+                     "{kind: Kustomization, name: apps-wave-1}")),
+    },
+    "options allow a strategic-merge patch to rename and re-kind": {
+        "clusters/o/kustomization.yaml": overlay(
+            "patches:\n  - target: {kind: Kustomization, name: apps-wave-1}\n"
+            "    options: {allowNameChange: true}\n    patch: |\n"
+            + indent(smp("apps-wave-1-renamed", DEC, namespace="elsewhere", api="x/v9"), 6)
+            + "  - target: {kind: ConfigMap}\n    options: {allowKindChange: true, allowNameChange: false}\n"
+            "    patch: |\n      kind: Secret\n      metadata: {name: ignored}\n"
+            + inline(smp("x", "spec: {timeout: 1m}"), "{name: apps-wave-1}")
+            + inline(smp("x", "spec: {wait: true}"), "{kind: Kustomization, name: apps-wave-1-renamed}")),
+    },
+    "without options a strategic-merge patch keeps name and kind": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "apiVersion: v2\nkind: Other\nmetadata: {name: new, namespace: n}\n" + DEC,
+            "{kind: Kustomization, name: apps-wave-0}")),
+    },
     "bases come after resources": {
         "clusters/o/kustomization.yaml": "resources: [extra.yaml]\nbases: [../base]\n",
         "clusters/o/extra.yaml": (
@@ -254,9 +285,20 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: /spec/prune}", "{name: 'apps-wave-(0|1'}"))},
         "target regular expression 'apps-wave-(0|1' does not parse"),
+    "a look-ahead RE2 refuses": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: remove, path: /spec/prune}", "{name: '(?!apps-wave-1)apps-wave-.*'}"))},
+        "target regular expression '(?!apps-wave-1)apps-wave-.*' does not parse"),
+    "a strategic-merge patch several objects match": (
+        {"clusters/mid/kustomization.yaml": overlay("namespace: other\n"),
+         "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(smp("apps-wave-0", DEC)),
+                                                  resources="[../mid, w.yaml]"),
+         "clusters/o/w.yaml": wave(0)},
+        "several objects match the strategic-merge patch for Kustomization flux-system/apps-wave-0"),
     "component listed under resources": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, ../comp]"),
-         "clusters/comp/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"},
+         "clusters/comp/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+                                             "namespace: x\n"},
         "is a Component, but it is listed under resources"),
     "kustomization listed under components": (
         {"clusters/o/kustomization.yaml": "components: [../base]\n"},
@@ -275,6 +317,10 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("patchesStrategicMerge:\n  - gone.yaml\n")},
         "patchesStrategicMerge[0]: 'gone.yaml' is neither a file nor a strategic-merge patch"),
     "empty kustomization": ({"clusters/o/kustomization.yaml": ""}, "kustomization file is empty"),
+    "a component with nothing but apiVersion and kind": (
+        {"clusters/o/kustomization.yaml": overlay("components: [../comp]\n"),
+         "clusters/comp/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"},
+        "kustomization file is empty: it sets no field but apiVersion and kind"),
     "wrong apiVersion": (
         {"clusters/o/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1\n" + overlay("")},
         "apiVersion for Kustomization must be kustomize.config.k8s.io/v1beta1, not 'kustomize.config.k8s.io/v1'"),
@@ -305,6 +351,17 @@ def test_refused_like_kubectl(shape: str, tmp_path: Path, kubectl: Kubectl) -> N
         assert message in str(exc)
         return
     assert any(message in p.message for p in result.problems), result.problems
+
+
+@pytest.mark.parametrize("files", [
+    {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(smp("apps-wave-0", DEC)) + "patches: []\n")},
+    {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(smp("apps-wave-0", DEC + "\n  wait: true"
+                                                                         "\n  wait: false")))},
+], ids=["in the kustomization (kustomize: the last wins)", "in a patch"])
+def test_a_repeated_key_is_not_checked(files: dict[str, str], tmp_path: Path) -> None:
+    write_files(tmp_path, {**BASE, **files})
+    with pytest.raises(Unsupported, match=r"found duplicate key .*wave-bot does not evaluate a file with a repeated"):
+        build(FsTree(str(tmp_path)), "clusters/o")
 
 
 def test_a_failing_patch_is_skipped_and_the_rest_still_evaluated(tmp_path: Path) -> None:
@@ -450,3 +507,20 @@ def test_res_id_treats_no_namespace_as_default() -> None:
     a = ResId("g", "K", "", "x", "v1")
     assert a.same(ResId("g", "K", "default", "x", "v1")) and not a.same(ResId("g", "K", "flux-system", "x", "v1"))
     assert a.full == "K x (g/v1)" and ResId("", "ConfigMap", "ns", "c", "v1").full == "ConfigMap ns/c (v1)"
+
+
+@pytest.mark.parametrize(("ops", "touches"), [
+    ([{"op": "replace", "path": "/spec", "value": {"prune": True, "decryption": {"provider": "sops"}}}], True),
+    ([{"op": "replace", "path": "/spec", "value": {"prune": True}}], False),
+    ([{"op": "replace", "path": "/spec/decryption/secretRef/name", "value": "sops-age"}], True),
+    ([{"op": "move", "from": "/spec/decryption", "path": "/spec/old"}], True),
+    ([{"op": "add", "path": "/metadata/labels/decryption", "value": "x"}], False),
+])
+def test_which_json6902_patches_touch_decryption(ops: list[dict[str, Any]], touches: bool, tmp_path: Path) -> None:
+    """The fixer copies the style of the patches that touch decryption, the checks name them."""
+    import json
+
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay(
+        "patches:\n" + inline(json.dumps(ops), "{kind: Kustomization, name: apps-wave-0}"))})
+    (use,) = build(FsTree(str(tmp_path)), "clusters/o").patches
+    assert use.form == "json6902" and use.touches_decryption is touches

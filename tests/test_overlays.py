@@ -15,6 +15,7 @@ from bot import render, yamlio
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.evalpaths import discover_overlays
+from bot.kustomize import build
 from bot.model import Change, Finding
 from bot.overlaycheck import base_findings, decryption_findings, new_deepest_wave_findings
 from bot.overlayfix import fix_overlays
@@ -299,9 +300,10 @@ def test_missing_decryption_is_an_error_for_a_wave_with_sops_files(tmp_path: Pat
         "missing-decryption", "error", "clusters/dev", 1, DEV, "apps-wave-1")
     assert wrong.message == (
         "clusters/dev: apps-wave-1 gets no SOPS decryption (spec.decryption.secretRef.name is 'sops-key', not "
-        "'sops-age'); wave 1 holds SOPS-encrypted files: its *.sops.yaml files would be applied still encrypted, "
+        "'sops-age'; wave-bot expects provider sops and secretRef.name sops-age, per decryption_secret); wave 1 holds "
+        "SOPS-encrypted files: its *.sops.yaml files would be applied still encrypted, "
         "corrupting the Secrets they hold")
-    assert missing.message.startswith("clusters/dev: apps-wave-2 gets no SOPS decryption (no spec.decryption)")
+    assert missing.message.startswith("clusters/dev: apps-wave-2 gets no SOPS decryption (no spec.decryption;")
 
 
 def test_missing_decryption_is_a_warning_for_a_wave_without_sops_files(tmp_path: Path) -> None:
@@ -309,7 +311,8 @@ def test_missing_decryption_is_a_warning_for_a_wave_without_sops_files(tmp_path:
     (finding,) = findings(root, sops={0, 1})
     assert (finding.severity, finding.wave) == ("warning", 2)
     assert finding.message == (
-        "clusters/dev: apps-wave-2 gets no SOPS decryption (no spec.decryption); wave 2 holds no SOPS file yet, "
+        "clusters/dev: apps-wave-2 gets no SOPS decryption (no spec.decryption; wave-bot expects provider sops and "
+        "secretRef.name sops-age, per decryption_secret); wave 2 holds no SOPS file yet, "
         "but once it does its *.sops.yaml files would be applied still encrypted, corrupting the Secrets they hold")
 
 
@@ -323,7 +326,7 @@ def test_each_reason_a_decryption_is_wrong(patch: str, reason: str, tmp_path: Pa
     head = smp(2).split("spec:")[0]
     root = make(tmp_path, {DEV: inline_smp((0, 1))[DEV] + "  - patch: |\n" + indent(head + patch + "\n", 6)})
     (finding,) = findings(root)
-    assert f"apps-wave-2 gets no SOPS decryption ({reason})" in finding.message
+    assert f"apps-wave-2 gets no SOPS decryption ({reason}; wave-bot expects" in finding.message
 
 
 def test_the_fix_is_the_patch_fix_overlays_adds(tmp_path: Path) -> None:
@@ -379,11 +382,15 @@ def test_other_build_errors(tmp_path: Path) -> None:
 
 def test_an_overlay_wave_bot_cannot_evaluate_is_reported_not_guessed(tmp_path: Path) -> None:
     root = make(tmp_path, {DEV: HEAD + "  - https://github.com/example/fleet//monitoring?ref=v1\n"})
-    (finding,) = findings(root)
-    assert (finding.code, finding.severity, finding.line) == ("overlay-not-checked", "warning", 7)
+    (finding,) = findings(root, sops={0, 2})
+    assert (finding.code, finding.severity, finding.line) == ("overlay-not-checked", "error", 7)
     assert finding.message == (
-        "clusters/dev: wave-bot cannot check its SOPS decryption: clusters/dev/kustomization.yaml:7: "
+        "clusters/dev: wave-bot cannot check its SOPS decryption (waves 0, 2 hold SOPS-encrypted files, so nothing "
+        "shows they are decrypted): clusters/dev/kustomization.yaml:7: "
         "'https://github.com/example/fleet//monitoring?ref=v1' is a remote reference; wave-bot never fetches anything")
+    (quiet,) = findings(root, sops=set())
+    assert (quiet.code, quiet.severity) == ("overlay-not-checked", "warning")
+    assert "(no wave holds a SOPS file yet)" in quiet.message
     assert finding.fix == ("kubectl kustomize clusters/dev  # then check every wave's Flux Kustomization has "
                            "spec.decryption")
 
@@ -665,3 +672,57 @@ def test_symlinked_overlay_is_not_followed(tmp_path: Path) -> None:
     write_files(root, {"clusters/other/kustomization.yaml": "resources: [../base, ../sym.yaml]\n"})
     codes = {f.code: f for f in findings(root, overlays=("clusters/other",))}
     assert codes["overlay-not-checked"].message.endswith("is a symbolic link; wave-bot never follows links")
+
+
+# ---- the fixer's choices (each test kills a mutant the suite once let live) ----------------------------
+
+GONE = ("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gone\n  namespace: flux-system\n"
+        "data:\n  KEY: value\n")
+
+
+def test_fix_overlays_never_keeps_an_edit_that_adds_a_build_problem(tmp_path: Path) -> None:
+    """Cloning wave 2's patch file would copy its stale second document too: one more patch kustomize
+    fails on. The fixer must take the next candidate, a clean file in the same style."""
+    files = path_smp()
+    files["clusters/dev/patches/apps-wave-2-sops.yaml"] += GONE
+    root = make(tmp_path, files, waves=(0, 1, 2, 3))
+    before = build(FsTree(str(root)), "clusters/dev")
+    assert len(before.problems) == 1  # the stale ConfigMap document
+    write_changes(root, fix_overlays(FsTree(str(root)), CFG, (0, 1, 2, 3)))
+    after = build(FsTree(str(root)), "clusters/dev")
+    assert len(after.problems) == 1
+    created = (root / "clusters/dev/patches/apps-wave-3-sops.yaml").read_text()
+    assert created.startswith("# SOPS decryption for apps-wave-3 (added by wave-bot).\n")  # fresh, not a clone
+    assert "name: apps-wave-3" in created and "gone" not in created
+    assert not [f for f in findings(root, (0, 1, 2, 3)) if f.code == "missing-decryption"]
+
+
+def test_fix_overlays_follows_the_overlays_style_not_the_bases(tmp_path: Path, kubectl: Kubectl) -> None:
+    """Both the base and the overlay's component give decryption, at the same depth; the new patch
+    goes where the overlay keeps its own, never into the base every cluster shares."""
+    base_json = "patches:\n" + "".join(
+        f"  - target: {{kind: Kustomization, name: apps-wave-{n}}}\n    patch: |\n" + indent(json_ops(), 6)
+        for n in (0, 1))
+    files = {**component((0, 1, 2)),
+             "clusters/base/kustomization.yaml": base_kustomization((0, 1, 2, 3)) + base_json}
+    root = make(tmp_path, files, waves=(0, 1, 2, 3))
+    changes = {c.path: c for c in fix_overlays(FsTree(str(root)), CFG, (0, 1, 2, 3))}
+    assert list(changes) == [COMPONENT]
+    write_changes(root, changes.values())
+    assert kubectl_decrypted(kubectl, root, "clusters/dev") == {0, 1, 2, 3}
+
+
+def test_fix_overlays_never_copies_a_patch_that_removes_decryption(tmp_path: Path, kubectl: Kubectl) -> None:
+    """The last patch touching decryption removes it (from the `tools` Kustomization, in JSON6902);
+    the template for wave 3 is the last one that gives it: wave 2's patch file."""
+    files = path_smp()
+    files[DEV] += ("  - target: {kind: Kustomization, name: tools}\n    patch: |\n"
+                   "      - {op: remove, path: /spec/decryption}\n")
+    files["clusters/base/kustomization.yaml"] = base_kustomization((0, 1, 2, 3)) + "  - tools.yaml\n"
+    files["clusters/base/tools.yaml"] = render.wave_cr(0, DECRYPTING_TEMPLATE, CFG).decode().replace(
+        "apps-wave-0", "tools")
+    root = make(tmp_path, files, waves=(0, 1, 2, 3))
+    changes = {c.path: c for c in fix_overlays(FsTree(str(root)), CFG, (0, 1, 2, 3))}
+    assert sorted(changes) == [DEV, "clusters/dev/patches/apps-wave-3-sops.yaml"]
+    write_changes(root, changes.values())
+    assert kubectl_decrypted(kubectl, root, "clusters/dev") == {0, 1, 2, 3}
