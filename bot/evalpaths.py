@@ -142,6 +142,9 @@ def evaluation_paths(tree: Tree, config: Config) -> list[EvalPath]:
         label = f"{path} (Flux Kustomization {rid.namespace or 'flux-system'}/{rid.name}, path ./{built})"
         unsupported = next((f"its spec.{k} is not evaluated by wave-bot" for k in FLUX_UNSUPPORTED
                             if spec.get(k) not in (None, "", [])), None)
+        if unsupported is None and find_kustomization(tree, built) is None:
+            # kustomize-controller generates a kustomization listing every file; wave-bot does not
+            unsupported = f"./{built} has no kustomization, so kustomize-controller generates one"
         paths.append(EvalPath(built, label, posixpath.dirname(path), path, rid, info.start_line,
                               _additions(path, built, adds, info), unsupported))
     return paths

@@ -230,3 +230,17 @@ def test_6_an_overlay_wave_bot_cannot_evaluate_fails_check_when_waves_hold_sops_
     (unchecked,) = codes(plan(example_repo, capsys), "overlay-not-checked")
     assert (unchecked["severity"], unchecked["overlay"]) == ("error", "clusters/prod")
     assert main(["check", str(example_repo)]) == 1
+
+
+def test_2_a_flux_kustomization_building_a_base_without_kustomization_is_not_checked(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kustomize-controller generates the missing kustomization; wave-bot says it did not evaluate that
+    rather than calling the path broken."""
+    (example_repo / "clusters/base/kustomization.yaml").unlink()
+    cluster_template(example_repo, CLUSTER_APPS)
+    out = plan(example_repo, capsys)
+    assert not [f for f in codes(out, "overlay-build-error") if "cluster-apps" in (f.get("overlay") or "")]
+    (unchecked,) = [f for f in codes(out, "overlay-not-checked") if "cluster-apps" in f["overlay"]]
+    assert unchecked["severity"] == "error"
+    assert "./clusters/base has no kustomization, so kustomize-controller generates one" in unchecked["message"]
