@@ -19,6 +19,7 @@ Written from Flux's documented behaviour, not from `bot/hazards.py`, so that the
 - Deleting a Flux Kustomization runs its finalizer: it prunes its inventory (same label and
   annotation rules) unless `prune: false` or `deletionPolicy: Orphan` (`Delete` and
   `WaitForTermination` always prune). The finalizer races with everything else.
+- A Kustomization the root deletes may still reconcile the new revision with its old spec first.
 - An object defined by several Kustomizations at once is labelled by whichever applied it last, so
   at the base revision either may own it and its live annotations are that copy's.
 - Deleting a Namespace deletes every object in it (the namespace controller ignores Flux's
@@ -245,7 +246,6 @@ def simulate(base: Files, head: Files) -> Outcome:
                 runnable.add(name)
                 changed = True
     after = {name: set(head_ks[name].depends_on) for name in runnable}
-    actors = sorted(runnable) + [f"finalize:{name}" for name in removed]
     # Both specs for a Kustomization the change edits (the root and the Kustomization itself race).
     spec_choices = [
         [(name, s) for s in {base_ks[name], head_ks[name]}] if name in base_ks else [(name, head_ks[name])]
@@ -253,10 +253,20 @@ def simulate(base: Files, head: Files) -> Outcome:
     ]
     outcome = Outcome()
     owner_choices = [[(rid, n, m) for n, m in definers[rid]] for rid in contested]
+    # A removed Kustomization may still reconcile the new revision (with its old spec) before the
+    # root deletes it, or not; its finalizer runs after that.
+    variants = []
+    for late in itertools.product((False, True), repeat=len(removed)):
+        extra = [name for name, runs in zip(removed, late, strict=True) if runs]
+        if any(set(base_ks[n].depends_on) - runnable - set(extra) for n in extra):
+            continue
+        order_after = {**after, **{n: set(base_ks[n].depends_on) for n in extra},
+                       **{f"finalize:{n}": {n} for n in extra}}
+        variants.append(([*sorted(runnable), *extra, *(f"finalize:{n}" for n in removed)], order_after, extra))
     for owners in itertools.product(*owner_choices):
-        for specs in itertools.product(*spec_choices):
-            chosen = dict(specs)
-            for order in _orders(actors, after):
+        for specs, (actors, order_after, extra) in itertools.product(itertools.product(*spec_choices), variants):
+            chosen = {**dict(specs), **{n: base_ks[n] for n in extra}}
+            for order in _orders(actors, order_after):
                 outcome.histories += 1
                 if outcome.histories > MAX_HISTORIES:
                     raise AssertionError("too many histories to explore; make the case smaller")

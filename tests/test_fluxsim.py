@@ -113,6 +113,18 @@ def test_the_model_reads_prune_as_yaml_1_2_and_a_failing_build_prunes_nothing() 
     assert simulate(two_waves(a=cm("x")), head).deleted == set()
 
 
+def test_the_model_releases_a_legacy_kustomization_only_with_prune_false() -> None:
+    def legacy(prune: bool) -> dict[str, bytes]:
+        return {"clusters/base/kustomization.yaml": b"resources: [apps.yaml]\n",
+                "clusters/base/apps.yaml": flux_k("apps", "apps", prune), "apps/x.yaml": cm("x")}
+
+    split = {"clusters/base/kustomization.yaml": b"resources: [w0.yaml]\n",
+             "clusters/base/w0.yaml": flux_k("w0", "apps/w0"), "apps/w0/x.yaml": cm("x")}
+    assert simulate(legacy(True), split).deleted == {X}  # the finalizer races the adoption
+    assert simulate(legacy(False), split).deleted == set()
+    assert simulate(legacy(True), legacy(False)).deleted == set()  # step 1 alone deletes nothing
+
+
 # ---- random repositories and pull requests -------------------------------------------------------
 
 
@@ -132,8 +144,8 @@ class World:
     duplicate: tuple[str, str] | None
     """(a, b): b's file also defines a's Deployment at base."""
     pr: str
-    target: str
-    other: str
+    pick: int
+    """Chooses the services the pull request touches among those it can touch."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -158,9 +170,11 @@ def worlds(draw: st.DrawFn) -> World:
     if count > 1 and draw(st.booleans()) and layout.startswith(("waves", "noprune")):
         a, b = draw(st.permutations(names))[:2]
         duplicate = (a, b)
-    pr = "nothing" if layout.startswith("legacy") else draw(st.sampled_from(PRS))
-    target, other = draw(st.sampled_from(names)), draw(st.sampled_from(names))
-    return World(deps, objects, protected, layout, draw(st.booleans()), in_platform, duplicate, pr, target, other)
+    kinds = [k for k in PRS if (k != "move-from-platform" or in_platform) and (k != "prune-on-and-move" or
+                                                                              layout == "noprune")]
+    pr = "nothing" if layout.startswith("legacy") else draw(st.sampled_from(kinds))
+    return World(deps, objects, protected, layout, draw(st.booleans()), in_platform, duplicate, pr,
+                 draw(st.integers(0, 63)))
 
 
 def manifest(name: str, kinds: list[str], protected: bool) -> str:
@@ -240,14 +254,23 @@ def make_base(w: World, root: Path) -> None:
     git(root, "checkout", "-q", "-b", "pr")
 
 
-def make_pr(w: World, root: Path) -> None:
-    t, o = w.target, w.other
+def make_pr(w: World, root: Path) -> str:
+    """Make the pull request's change and commit it; what it did, for the counts."""
+    onboarded = [n for n in sorted(w.deps) if n != w.in_platform]
+    # New edges that keep the catalog acyclic: o must not depend on t already.
+    pairs = [(t, o) for t in onboarded for o in sorted(w.deps) if t != o and o not in closure(w.deps, t)
+             and o not in w.deps[t]]
+    candidates = onboarded or sorted(w.deps)
+    single = candidates[w.pick % len(candidates)]
+    t, o = pairs[w.pick % len(pairs)] if pairs else (single, single)
+    if w.pr in ("remove-dependencies", "delete-file", "delete-catalog-entry", "add-service"):
+        t = single
     catalog = root / "catalog"
     app = next(iter([*root.glob(f"apps/*/{t}.yaml"), *root.glob(f"apps/{t}.yaml")]), None)
+    done = w.pr
     if w.pr == "add-dependency" and t != o:
-        if o not in closure(w.deps, t):  # keep the catalog acyclic: t must not be below o already
-            w.deps[t] = sorted({*w.deps[t], o})
-            write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t])})
+        w.deps[t] = sorted({*w.deps[t], o})
+        write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t])})
     elif w.pr == "remove-dependencies":
         w.deps[t] = []
         write_files(root, {f"catalog/{t}.yaml": service(t)})
@@ -261,7 +284,7 @@ def make_pr(w: World, root: Path) -> None:
         for n, d in w.deps.items():
             if t in d:
                 write_files(root, {f"catalog/{n}.yaml": service(n, *[x for x in d if x != t])})
-    elif w.pr == "annotate-and-move" and app is not None and t != o and o not in closure(w.deps, t):
+    elif w.pr == "annotate-and-move" and app is not None and t != o:
         app.write_text(manifest(t, w.objects[t], True))
         write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t], o)})
     elif w.pr == "remove-platform":
@@ -276,11 +299,16 @@ def make_pr(w: World, root: Path) -> None:
         (root / f"platform/{n}.yaml").rename(root / f"apps/{n}.yaml")
         kust = root / "platform/kustomization.yaml"
         kust.write_text(kust.read_text().replace(f"  - {n}.yaml\n", ""))
-    elif w.pr == "prune-on-and-move" and w.layout == "noprune" and t != o and o not in closure(w.deps, t):
+    elif w.pr == "prune-on-and-move" and t != o:
         (root / ".wave-bot.yaml").write_text("")  # back to the built-in template: prune: true
         write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t], o)})
+    elif w.layout.startswith("legacy"):
+        done = f"cutover step {1 if w.layout == 'legacy-prune' else 2}"
+    else:
+        done = "nothing"
     git(root, "add", "-A")
     git(root, "commit", "-q", "--allow-empty", "-m", "pr")
+    return done
 
 
 def closure(deps: dict[str, list[str]], start: str) -> set[str]:
@@ -325,6 +353,7 @@ def check_findings(outcome_deleted: dict[Rid, Any], findings: list[dict[str, Any
 
 PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + ([] if os.environ.get("FLUXSIM_NO_SHRINK") else [Phase.shrink])
 COUNTER = {"cases": 0, "deleting": 0}
+KINDS_SEEN: dict[str, int] = {}
 
 
 @settings(max_examples=CASES, deadline=None, derandomize=True, phases=PHASES,
@@ -335,13 +364,14 @@ def test_every_deletion_flux_performs_has_a_finding_and_no_error_is_a_false_alar
         root = Path(tmp)
         make_base(w, root)
         base = files_of(root)
-        make_pr(w, root)
+        kind = make_pr(w, root)
         code, report = cli(root, "apply", "--base", "main", "--fix-overlays")
         assert code == 0, report
         head = files_of(root)
         outcome = simulate(base, head)
         COUNTER["cases"] += 1
         COUNTER["deleting"] += bool(outcome.deletions)
+        KINDS_SEEN[kind] = KINDS_SEEN.get(kind, 0) + 1
         check_findings(outcome.deletions, report["findings"], outcome.finalizer_deleted)
 
 
@@ -349,4 +379,5 @@ def test_every_deletion_flux_performs_has_a_finding_and_no_error_is_a_false_alar
 def _report_counts() -> Any:
     yield
     if COUNTER["cases"]:
-        print(f"\nfluxsim: {COUNTER['cases']} cases, {COUNTER['deleting']} where Flux deletes something")
+        print(f"\nfluxsim: {COUNTER['cases']} cases, {COUNTER['deleting']} where Flux deletes something; "
+              + ", ".join(f"{k}: {n}" for k, n in sorted(KINDS_SEEN.items())))

@@ -633,3 +633,169 @@ def test_an_unreadable_manifest_now_is_reported_and_one_at_base_is_not(example_r
 
 def test_findings_are_deterministic(gitea_needs_a_db: Path) -> None:
     assert hazards(gitea_needs_a_db) == hazards(gitea_needs_a_db)
+
+
+# ---- the rules as kustomize-controller acts (issue 9's classes) ------------------------------------
+
+SHARED = """---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: shared-data
+  namespace: shared
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+"""
+SHARED_NS = "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: shared\n"
+SHARED_PVC = "PersistentVolumeClaim shared/shared-data"
+
+
+def append(repo: Path, path: str, text: str) -> None:
+    with open(repo / path, "a") as handle:
+        handle.write(text)
+
+
+def test_removing_the_earlier_copy_of_an_object_two_waves_define_is_an_error(example_repo: Path) -> None:
+    append(example_repo, "apps/wave-0/pihole.yaml", SHARED)
+    append(example_repo, "apps/wave-1/radarr.yaml", SHARED)
+    commit(example_repo, "two waves define shared-data")
+    edit(example_repo, "apps/wave-0/pihole.yaml", SHARED, "")
+    commit(example_repo, "drop the wave-0 copy")
+    found = of(hazards(example_repo), SHARED_PVC)
+    assert (found.code, found.severity) == ("copy-removed", "error")
+    assert "the copy apps-wave-0 applied (apps/wave-0/pihole.yaml:" in found.message
+    assert "whichever applied it last owns it" in found.message
+
+
+def test_removing_the_later_copy_is_safe(example_repo: Path) -> None:
+    append(example_repo, "apps/wave-0/pihole.yaml", SHARED)
+    append(example_repo, "apps/wave-1/radarr.yaml", SHARED)
+    commit(example_repo, "two waves define shared-data")
+    edit(example_repo, "apps/wave-1/radarr.yaml", SHARED, "")
+    commit(example_repo, "drop the wave-1 copy: wave 0 relabels it before wave 1 prunes")
+    assert [f for f in hazards(example_repo) if f.resource == SHARED_PVC] == []
+
+
+TEMPLATE_NO_PRUNE = """kustomization_template:
+  metadata:
+    namespace: flux-system
+  spec:
+    interval: 10m
+    prune: false
+    sourceRef:
+      kind: GitRepository
+      name: flux-system
+"""
+
+
+def no_prune_waves(repo: Path) -> None:
+    append(repo, ".wave-bot.yaml", TEMPLATE_NO_PRUNE)
+    regenerate(repo)
+    commit(repo, "the waves do not prune")
+
+
+def test_waves_that_do_not_prune_delete_nothing(example_repo: Path) -> None:
+    no_prune_waves(example_repo)
+    add_dependency(example_repo, "gitea", "gitea-db")
+    pihole = (example_repo / "apps/wave-0/pihole.yaml").read_text()
+    pvc_doc = pihole[pihole.index("---\napiVersion: v1\nkind: PersistentVolumeClaim"):]
+    pvc_doc = pvc_doc[:pvc_doc.index("---", 3)]
+    edit(example_repo, "apps/wave-0/pihole.yaml", pvc_doc, "")
+    regenerate(example_repo)
+    commit(example_repo, "gitea moves later, pihole's PVC leaves its file")
+    findings = hazards(example_repo)
+    assert not [f for f in findings if f.code == "later-wave-move"]
+    dropped = of(findings, "PersistentVolumeClaim pihole/pihole-data")
+    assert (dropped.code, dropped.severity) == ("resource-dropped", "warning")
+    assert not [f for f in findings if f.severity == "error"]
+
+
+def test_turning_prune_on_with_a_move_is_an_error(example_repo: Path) -> None:
+    no_prune_waves(example_repo)
+    edit(example_repo, ".wave-bot.yaml", "    prune: false\n", "    prune: true\n")
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate(example_repo)
+    commit(example_repo, "prune again, and move gitea")
+    assert (of(hazards(example_repo), PVC).code, of(hazards(example_repo), PVC).severity) == (
+        "later-wave-move", "error")
+
+
+def test_an_object_wanted_by_wave_0_goes_with_the_namespace_wave_2_prunes(example_repo: Path) -> None:
+    append(example_repo, "apps/wave-0/pihole.yaml", SHARED)
+    write_files(example_repo, {"apps/wave-2/seerr-app.yaml": SHARED_NS.lstrip("-\n") + SHARED})
+    regenerate(example_repo)
+    commit(example_repo, "wave 2 holds the shared namespace")
+    git(example_repo, "rm", "-q", "apps/wave-2/seerr-app.yaml")
+    regenerate(example_repo)
+    commit(example_repo, "delete the file")
+    findings = hazards(example_repo)
+    assert (of(findings, "Namespace shared").code, of(findings, "Namespace shared").severity) == (
+        "resource-removed", "error")
+    pvc = of(findings, SHARED_PVC)
+    assert (pvc.code, pvc.severity, pvc.wave) == ("namespace-deleted", "error", 0)
+    assert "is in Namespace shared, which this change deletes (resource-removed" in pvc.message
+
+
+def test_removing_a_kustomization_that_owns_nothing_is_no_hazard(example_repo: Path) -> None:
+    add_wave(example_repo, 3)
+    commit(example_repo, "an empty wave 3")
+    git(example_repo, "rm", "-q", "-r", "apps/wave-3", "clusters/base/apps-wave-3.yaml")
+    edit(example_repo, "clusters/base/kustomization.yaml", "  - apps-wave-3.yaml\n", "")
+    commit(example_repo, "drop it by hand")
+    assert "kustomization-removed" not in codes(hazards(example_repo))
+
+
+PLATFORM_TOOLS = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tools\n" + SHARED.replace(
+    "shared", "tools")
+
+
+def test_a_move_from_platform_into_a_wave_is_a_hazard(example_repo: Path) -> None:
+    write_files(example_repo, {"platform/tools.yaml": PLATFORM_TOOLS})
+    edit(example_repo, "platform/kustomization.yaml", "  - cnpg-system.yaml\n",
+         "  - cnpg-system.yaml\n  - tools.yaml\n")
+    commit(example_repo, "platform applies the tools namespace")
+    git(example_repo, "mv", "platform/tools.yaml", "apps/pihole-app.yaml")
+    edit(example_repo, "platform/kustomization.yaml", "  - tools.yaml\n", "")
+    regenerate(example_repo)
+    commit(example_repo, "move it to the app tier")
+    pvc = of(hazards(example_repo), "PersistentVolumeClaim tools/tools-data")
+    assert (pvc.code, pvc.severity, pvc.wave) == ("cross-kustomization-move", "error", 0)
+    assert "platform reconciles first (they dependsOn it), deletes it, and apps-wave-0 recreates it" in pvc.message
+
+
+def test_a_move_from_a_wave_into_platform_is_adopted_first(example_repo: Path) -> None:
+    append(example_repo, "apps/wave-0/pihole.yaml", SHARED)
+    commit(example_repo, "wave 0 applies shared-data")
+    edit(example_repo, "apps/wave-0/pihole.yaml", SHARED, "")
+    write_files(example_repo, {"platform/shared.yaml": SHARED})
+    edit(example_repo, "platform/kustomization.yaml", "  - cnpg-system.yaml\n",
+         "  - cnpg-system.yaml\n  - shared.yaml\n")
+    commit(example_repo, "platform takes it over")
+    assert [f for f in hazards(example_repo) if f.resource == SHARED_PVC] == []
+
+
+def test_an_object_a_wave_and_platform_both_apply_is_an_error(example_repo: Path) -> None:
+    write_files(example_repo, {"platform/pihole.yaml": (example_repo / "apps/wave-0/pihole.yaml").read_text()})
+    edit(example_repo, "platform/kustomization.yaml", "  - cnpg-system.yaml\n",
+         "  - cnpg-system.yaml\n  - pihole.yaml\n")
+    commit(example_repo, "platform applies pihole too")
+    found = [f for f in hazards(example_repo) if f.resource == "PersistentVolumeClaim pihole/pihole-data"]
+    assert [(f.code, f.severity) for f in found] == [("duplicate-resource", "error")]
+    assert "applied by 2 Flux Kustomizations: apps-wave-0 (apps/wave-0/pihole.yaml:9), platform" in found[0].message
+    assert "kustomize-controller#1724" in found[0].message
+
+
+@pytest.mark.parametrize("value", ["yes", "on", "y", "True "])
+def test_prune_values_that_are_not_yaml_1_2_booleans_are_invalid(example_repo: Path, value: str) -> None:
+    edit(example_repo, "clusters/base/platform.yaml", "  prune: true\n", f"  prune: {value}\n")
+    commit(example_repo, "a YAML 1.1 boolean")
+    found = next((f for f in hazards(example_repo) if f.code == "invalid-prune"), None)
+    if value == "True ":
+        assert found is None  # YAML 1.2 reads True as true too
+        return
+    assert found is not None
+    assert found.severity == "error" and found.path == "clusters/base/platform.yaml"
+    assert "the Kustomization CRD rejects it" in found.message
