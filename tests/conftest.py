@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# Every plan any test makes is checked for findings that contradict each other (tests/contradictions.py).
+pytest_plugins = ["contradictions"]
+
 PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLE = PROJECT / "examples" / "homelab"
 

@@ -86,3 +86,19 @@ def test_without_fix_overlays_the_wave_stays_until_its_lines_are_deleted(
     assert "clusters/prod/kustomization.yaml:" in removable["fix"]
     assert "wave-removed" not in codes(out) and "kustomization-removed" not in codes(out)
     builds(example_repo, kubectl)
+
+
+def test_the_contradiction_check_catches_what_it_claims() -> None:
+    from bot.model import Change, Finding
+
+    from contradictions import contradictions
+
+    removed = Finding("wave-removed", "info", "owns nothing", wave=3, resource="K apps-wave-3")
+    assert contradictions([removed, Finding("kustomization-removed", "error", "deletes", resource="K apps-wave-3")])
+    assert contradictions([removed, Finding("wave-emptied", "warning", "kept", wave=3)])
+    assert not contradictions([removed, Finding("wave-emptied", "warning", "kept", wave=2)])
+    step1 = Finding("cutover-step-1", "warning", "nothing moves")
+    assert contradictions([step1], [Change("move", "apps/wave-0/a.yaml", source="apps/a.yaml")])
+    import bot.plan
+
+    assert bot.plan.make_plan.__name__ == "checked"  # every plan of the suite goes through the check
