@@ -10,15 +10,19 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import responses
+from test_action import Scenario
 
 from bot.cli import main
 
+from actionkit import BRANCH
 from conftest import EXAMPLE, git
+from fakes import SERVERS
 
 Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
 
@@ -200,3 +204,51 @@ def test_a_plain_merge_of_the_split_is_still_an_error(flat_repo: Path, capsys: p
     code, out = run(flat_repo, capsys, "plan", "--base", "main")
     (removed,) = by_code(out, "kustomization-removed")
     assert removed["severity"] == "error"
+
+
+# ---- through the bot: `wave-bot run` on pull requests, as the runner runs it -----------------------
+
+
+@pytest.fixture(params=["github", "gitea"])
+def flat_scenario(request: pytest.FixtureRequest, flat_repo: Path, tmp_path: Path) -> Iterator[Scenario]:
+    git(flat_repo, "push", "-q", "origin", "main")
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        server = SERVERS[request.param](rsps)
+        yield Scenario(request.param, flat_repo.parent / "homelab-origin.git", flat_repo, tmp_path, server)
+
+
+def test_the_bot_releases_first_and_splits_once_that_is_deployed(flat_scenario: Scenario, kubectl: Kubectl) -> None:
+    s = flat_scenario
+    s.pr_branch({"README.md": "Adopting wave-bot.\n"}, message="adopt wave-bot")
+    env = {"INPUT_FIX-OVERLAYS": "true"}
+    code, log = s.run(s.env(s.checkout("first")) | env)
+    assert code == 0, log
+    step_1 = git(s.origin, "rev-parse", BRANCH).strip()
+    assert git(s.origin, "diff", "--name-only", f"{step_1}~1", step_1).split() == ["clusters/base/apps.yaml"]
+    body = s.server.bodies()[-1].replace("\\", "")  # as GitHub renders the markdown's escapes
+    assert "cutover step 1 of 2" in body and "then run wave-bot again" in body
+
+    # A push to the PR before step 1 is deployed: still step 1, nothing more to commit.
+    s.head_sha = step_1
+    s.server.pulls[7]["head"]["sha"] = step_1
+    code, log = s.run(s.env(s.checkout("again")) | env)
+    assert code == 0, log
+    assert git(s.origin, "rev-parse", BRANCH).strip() == step_1
+
+    # Merged and reconciled: the next pull request's base releases `apps`, so the bot makes step 2.
+    git(s.work, "fetch", "-q", "origin", BRANCH)
+    git(s.work, "checkout", "-q", "main")
+    git(s.work, "merge", "-q", "--ff-only", f"origin/{BRANCH}")
+    git(s.work, "push", "-q", "origin", "main")
+    s.pr_branch({"README.md": "Adopting wave-bot: step 2.\n"}, message="split the app tier")
+    code, log = s.run(s.env(s.checkout("second")) | env)
+    assert code == 0, log
+    step_2 = git(s.origin, "rev-parse", BRANCH).strip()
+    changed = git(s.origin, "diff", "--name-status", "--find-renames=100%", f"{step_2}~1", step_2)
+    assert "D\tclusters/base/apps.yaml" in changed and "D\tapps/kustomization.yaml" in changed
+    assert "R100\tapps/nextcloud-db.yaml\tapps/wave-0/nextcloud-db.yaml" in changed
+    body = s.server.bodies()[-1].replace("\\", "")
+    assert "cutover step 2 of 2" in body and "flux get kustomizations" in body
+    result = s.checkout("built")
+    git(result, "checkout", "-q", step_2)
+    overlays_build(result, kubectl)
