@@ -157,7 +157,7 @@ def stateful_objects(inventory: Inventory, legacy: FluxKustomization, config: Co
     return [o for o in inventory.others if o.owner == legacy.name and is_stateful(o.id, config)]
 
 
-def step_1_finding(c: Cutover, inventory: Inventory, config: Config) -> Finding:
+def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: int | None = None) -> Finding:
     name, ns = c.legacy.name, c.legacy.id.namespace or "flux-system"
     stateful = stateful_objects(inventory, c.legacy, config)
     owned = sum(1 for o in inventory.others if o.owner == name)
@@ -173,6 +173,7 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config) -> Finding:
         kinds[f"{o.id.group}/{o.id.kind}" if o.id.group else o.id.kind] = kinds.get(
             f"{o.id.group}/{o.id.kind}" if o.id.group else o.id.kind, 0) + 1
     listed = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items())) or "no stateful object found"
+    into = f"waves 0 to {deepest}" if deepest else "wave 0" if deepest == 0 else "waves"
     return Finding(
         code="cutover-step-1",
         severity="warning",
@@ -183,8 +184,8 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config) -> Finding:
                 f"it, wait until it has reconciled (flux get kustomization {name}; kubectl -n {ns} get "
                 f"kustomization {name} -o jsonpath='{{.spec.prune}}' prints false), then run wave-bot again "
                 "(push to this branch, re-run the workflow, or `wave-bot apply --base <the deployed revision> "
-                "--fix-overlays`): step 2 splits the app tier into waves. Optionally protect the stateful objects "
-                "meanwhile with the commands in the fix",
+                f"--fix-overlays`): step 2 splits the app tier into {into}. Optionally protect the stateful "
+                "objects meanwhile with the commands in the fix",
         path=c.legacy.path,
         line=c.legacy.line,
         resource=str(c.legacy.id),

@@ -243,7 +243,9 @@ def _release_plan(
     release = lifecycle.release_change(tree, cutover.legacy)
     changes = (release,) if release is not None else ()
     staying = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
-    findings = [*_placement_findings(staying, graph, config), lifecycle.step_1_finding(cutover, here, config)]
+    deepest = max((f.target_wave for f in files if f.target_wave is not None), default=None)
+    findings = [*_placement_findings(staying, graph, config),
+                lifecycle.step_1_finding(cutover, here, config, deepest)]
     if before is not None:
         now = read_inventory(PlannedTree(tree, changes), config, cache)
         findings += hazards.hazard_findings(before, now, config)
