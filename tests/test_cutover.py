@@ -21,7 +21,7 @@ from test_action import Scenario
 from bot.cli import main
 
 from actionkit import BRANCH
-from conftest import EXAMPLE, git
+from conftest import EXAMPLE, PROJECT, git, installed_tool
 from fakes import SERVERS
 
 Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
@@ -253,3 +253,46 @@ def test_the_bot_releases_first_and_splits_once_that_is_deployed(flat_scenario: 
     result = s.checkout("built")
     git(result, "checkout", "-q", step_2)
     overlays_build(result, kubectl)
+
+
+# ---- the README's adoption section, run as written ------------------------------------------------
+
+
+def readme_commands(section: str) -> list[str]:
+    """The shell lines of the README section `section` (continuations joined, comments dropped)."""
+    text = (PROJECT / "README.md").read_text()
+    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    lines = []
+    for block in re.findall(r"```sh\n(.*?)```", body, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = re.sub(r"\s+#.*$", "", line.strip())
+            if line:
+                lines.append(line)
+    return lines
+
+
+def test_the_readme_adoption_steps_work_as_written(flat_repo: Path, kubectl: Kubectl) -> None:
+    """The git, wave-bot and kubectl kustomize lines of the section, on the flattened example with an
+    origin; merging each step's branch stands for the pull request. `pip install` and the commands that
+    need a live cluster (flux, kubectl get/annotate) are the user's."""
+    git(flat_repo, "push", "-q", "origin", "main")
+    git(flat_repo, "fetch", "-q", "origin")
+    commands = readme_commands("Adopting wave-bot in an existing repository")
+    assert any("pip install" in c for c in commands) and any(c.startswith("flux get") for c in commands)
+    tools = {".venv/bin/wave-bot": str(installed_tool("wave-bot")), "kubectl": str(installed_tool("kubectl"))}
+    ran = []
+    for command in commands:
+        for part in command.split(" && "):
+            argv = part.replace("> /dev/null", "").split()
+            if argv[0] == "kubectl" and argv[1] != "kustomize" or argv[0] not in ("git", *tools):
+                continue
+            if argv[0] == "git" and argv[1] == "switch" and ran:  # the previous step's PR is merged
+                git(flat_repo, "commit", "-q", "-am", "the previous step")
+                git(flat_repo, "push", "-q", "origin", "HEAD:main")
+                git(flat_repo, "fetch", "-q", "origin")
+            result = subprocess.run([tools.get(argv[0], argv[0]), *argv[1:]], cwd=flat_repo, capture_output=True,
+                                    text=True)
+            assert result.returncode == 0, f"{part}: {result.stdout}{result.stderr}"
+            ran.append(part)
+    assert len([r for r in ran if "wave-bot apply" in r]) == 2 and any("kubectl kustomize" in r for r in ran)
+    assert (flat_repo / "apps/wave-2/seerr.yaml").is_file() and not (flat_repo / "clusters/base/apps.yaml").exists()
