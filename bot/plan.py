@@ -215,7 +215,8 @@ def _retire(
     changes.append(Change("delete", legacy.path))
     own = f"{config.apps_dir}/{KUSTOMIZATION}"
     for path in sorted({r.file for r in refs if r.file} | {own}):
-        if tree.kind(path) == "file" and (path == own or lifecycle.only_patches(tree.read(path), path, legacy.name)):
+        if tree.kind(path) == "file" and (
+                path == own or lifecycle.names_kustomization(tree.read(path), path, legacy.name, every=True)):
             changes.append(Change("delete", path))
     return changes
 
