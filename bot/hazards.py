@@ -255,11 +255,9 @@ def owner_findings(base: Ownership, now: Ownership, config: Config) -> list[Find
       unless one that keeps it applies before it.
     An object is protected only when every copy deployed at base carries prune: disabled.
     """
-    findings = []
+    findings = shared_findings(now)
     for rid in sorted({*base.copies, *now.copies}):
         old, new = base.copies.get(rid, ()), now.copies.get(rid, ())
-        if len({c.owner for c in new}) > 1 and any(c.wave is None for c in new):
-            findings.append(_shared(rid, new))
         if not old or not new:
             continue
         if not _elsewhere(rid, base, now) and not ({c.owner for c in old} & {c.owner for c in new}):
@@ -275,6 +273,13 @@ def owner_findings(base: Ownership, now: Ownership, config: Config) -> list[Find
             findings.append(_owner_move(code, rid, copy, new[0], keepers, protected, now, config))
             break
     return findings
+
+
+def shared_findings(now: Ownership) -> list[Finding]:
+    """`duplicate-resource` for an object that a wave and another Flux Kustomization both apply (needs
+    no base; two waves are `duplicate_findings`)."""
+    return [_shared(rid, copies) for rid, copies in sorted(now.copies.items())
+            if len({c.owner for c in copies}) > 1 and any(c.wave is None for c in copies)]
 
 
 def _shared(rid: ResourceId, copies: Sequence[Copy]) -> Finding:
@@ -580,7 +585,11 @@ def wave_removed_finding(
     refs = sorted(references)
     listed = "; ".join(f"{r.path}:{r.line} ({r.what})" for r in refs)
     if refs and removed:
-        also = f", and removes the lines that refer to it: {listed}"
+        unused = sorted({r.file for r in refs if r.file})
+        left = (f". {', '.join(unused)} {'is' if len(unused) == 1 else 'are'} no longer used; wave-bot did not write "
+                f"{'it' if len(unused) == 1 else 'them'}, so delete {'it' if len(unused) == 1 else 'them'} yourself"
+                if unused else "")
+        also = f", and removes the lines that refer to it: {listed}{left}"
     elif refs:
         also = f"; also delete {listed}"
     else:
@@ -678,7 +687,8 @@ def _line_text(tree: Tree, path: str, line: int) -> str:
 
 
 __all__ = [
-    "Reference", "duplicate_findings", "gone_findings", "hazard_findings", "is_stateful",
-    "kustomization_references", "kustomization_removed_findings", "move_findings", "removable_waves", "stateful_entry",
-    "wave_emptied_findings", "wave_references", "wave_removable_finding", "wave_removed_finding",
+    "Reference", "duplicate_findings", "gone_findings", "hazard_findings", "invalid_prune_findings", "is_stateful",
+    "kustomization_references", "kustomization_removed_findings", "move_findings", "namespace_findings",
+    "owner_findings", "removable_waves", "shared_findings", "stateful_entry", "wave_emptied_findings",
+    "wave_references", "wave_removable_finding", "wave_removed_finding",
 ]

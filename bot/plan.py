@@ -13,6 +13,7 @@ from bot.errors import WaveBotError
 from bot.inventory import Inventory, ParseCache, read_inventory
 from bot.kustomizations import Builds
 from bot.model import Change, Finding
+from bot.ownership import ownership
 from bot.placement import KUSTOMIZATION, AppFile, existing_slots, existing_waves, place_files
 from bot.side import Side, Slot, order
 from bot.tree import PlannedTree, Tree, refuse_link
@@ -159,7 +160,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     else:
         base_waves = None
         removed, removal = (), []
-        findings += [*now.problems, *hazards.duplicate_findings(now)]
+        findings += [*now.problems, *hazards.duplicate_findings(now), *hazards.shared_findings(ownership(now, config))]
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
     changes = _compact([*moves, *writes, *retired, *_deletes(tree, removed, config), *removal])

@@ -786,6 +786,9 @@ def test_an_object_a_wave_and_platform_both_apply_is_an_error(example_repo: Path
     assert [(f.code, f.severity) for f in found] == [("duplicate-resource", "error")]
     assert "applied by 2 Flux Kustomizations: apps-wave-0 (apps/wave-0/pihole.yaml:9), platform" in found[0].message
     assert "kustomize-controller#1724" in found[0].message
+    without_base = make_plan(FsTree(str(example_repo)), config_of(example_repo)).findings
+    assert [f.code for f in without_base if f.resource == "PersistentVolumeClaim pihole/pihole-data"] == [
+        "duplicate-resource"]  # needs no base
 
 
 @pytest.mark.parametrize("value", ["yes", "on", "y", "True "])

@@ -61,6 +61,8 @@ def test_an_emptied_wave_goes_with_its_base_entry_and_overlay_patches(
     assert "name: apps-wave-2" not in (example_repo / "clusters/dev/kustomization.yaml").read_text()
     assert "apps-wave-2-sops.yaml" not in (example_repo / "clusters/prod/kustomization.yaml").read_text()
     assert (example_repo / "clusters/prod/patches/apps-wave-2-sops.yaml").exists()  # not wave-bot's file
+    assert removed["message"].endswith("clusters/prod/patches/apps-wave-2-sops.yaml is no longer used; wave-bot did "
+                                       "not write it, so delete it yourself")
     # The comment above the wave entries stays, so do the other waves' patches.
     assert "# a new deepest wave appears (wave-bot flags it)." in (
         example_repo / "clusters/base/kustomization.yaml").read_text()
