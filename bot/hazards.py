@@ -341,6 +341,12 @@ def namespace_findings(findings: Sequence[Finding], base: Ownership, config: Con
     another Kustomization still applies.
     """
     deleted = {f.resource: f for f in findings if f.code in _DELETING and f.severity == "error"}
+    if not any(r is not None and r.startswith("Namespace ") for r in deleted):
+        return []
+    said: dict[str | None, list[Finding]] = {}
+    for f in findings:
+        if f.code in _DELETING:
+            said.setdefault(f.resource, []).append(f)
     out = []
     for rid, copies in sorted(base.copies.items()):
         if not rid.namespace:
@@ -349,7 +355,7 @@ def namespace_findings(findings: Sequence[Finding], base: Ownership, config: Con
         if cause is None:
             continue
         stateful = is_stateful(rid, config)
-        named = [f for f in findings if f.resource == str(rid) and f.code in _DELETING]
+        named = said.get(str(rid), [])
         if any(f.severity == "error" or not stateful for f in named):
             continue  # its own finding already says it is deleted
         cost = f": {_loss(rid, config)}" if stateful else ""

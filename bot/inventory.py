@@ -365,6 +365,12 @@ class _Reader:
         ))
 
 
+def read_flux_kustomizations(tree: Tree, config: Config, cache: ParseCache | None = None,
+                             ) -> tuple[FluxKustomization, ...]:
+    """Only the Flux Kustomizations of `tree` (what `read_inventory` puts in `flux`), without the app tier."""
+    return _flux_kustomizations(_Reader(tree, config, cache if cache is not None else ParseCache()))
+
+
 def read_inventory(tree: Tree, config: Config, cache: ParseCache | None = None) -> Inventory:
     """The inventory of `tree`. Pass the same `cache` for the base tree and the current tree.
 
@@ -530,5 +536,5 @@ def _other_resources(reader: _Reader, flux: tuple[FluxKustomization, ...]) -> tu
 
 __all__ = [
     "FluxKustomization", "Inventory", "OwnedResource", "ParseCache", "ParsedFile", "Resource", "ResourceId",
-    "StrayFile", "WaveFile", "clusters_dir", "read_inventory", "source_dir",
+    "StrayFile", "WaveFile", "clusters_dir", "read_flux_kustomizations", "read_inventory", "source_dir",
 ]

@@ -72,22 +72,23 @@ class Cutover:
     """Whether the legacy Kustomization is deployed so that deleting it deletes nothing."""
 
 
-def legacy_kustomization(inventory: Inventory, config: Config) -> FluxKustomization | None:
+def legacy_kustomization(flux: Sequence[FluxKustomization], config: Config) -> FluxKustomization | None:
     """The Flux Kustomization that applies the apps directory itself (`path: ./<apps_dir>`)."""
-    found = [k for k in inventory.flux if source_dir(k) == posixpath.normpath(config.apps_dir)]
+    found = [k for k in flux if source_dir(k) == posixpath.normpath(config.apps_dir)]
     return found[0] if found else None
 
 
-def cutover(tree_inventory: Inventory, base_inventory: Inventory | None, config: Config) -> Cutover | None:
-    """The cutover step for this tree; None when there is no legacy Kustomization."""
-    legacy = legacy_kustomization(tree_inventory, config)
+def cutover(tree_flux: Sequence[FluxKustomization], base_inventory: Inventory | None, config: Config,
+            ) -> Cutover | None:
+    """The cutover step for this tree (its Flux Kustomizations); None without a legacy Kustomization."""
+    legacy = legacy_kustomization(tree_flux, config)
     if legacy is None:
         return None
     deployed: FluxKustomization | None
     if base_inventory is None:
         deployed, where = legacy, "the work tree (no --base given, so it is taken as deployed)"
     else:
-        deployed, where = legacy_kustomization(base_inventory, config), "the base revision"
+        deployed, where = legacy_kustomization(base_inventory.flux, config), "the base revision"
     releases = deployed is None or not deployed.deletes_on_removal
     return Cutover(legacy, 2 if releases else 1, where, releases)
 

@@ -10,7 +10,7 @@ from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix,
 from bot.catalog import load_catalog
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.inventory import Inventory, ParseCache, read_inventory
+from bot.inventory import Inventory, ParseCache, read_flux_kustomizations, read_inventory
 from bot.kustomizations import Builds
 from bot.model import Change, Finding
 from bot.ownership import ownership
@@ -122,9 +122,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     waves = tuple(range(deepest + 1)) if deepest is not None else ()
     cache = ParseCache()
     before = read_inventory(base, config, cache) if base is not None else None
-    here = read_inventory(tree, config, cache)
-    cutover = lifecycle.cutover(here, before, config)
-    if cutover is not None and cutover.step == 1:
+    cutover = lifecycle.cutover(read_flux_kustomizations(tree, config, cache), before, config)
+    here = read_inventory(tree, config, cache) if cutover is not None else None
+    if cutover is not None and here is not None and cutover.step == 1:
         return _release_plan(tree, config, graph, files, existing, cutover, here, before, cache)
     template, template_source = render.resolve_template(tree, config)
     if cutover is not None and template_source == cutover.legacy.path:
@@ -138,7 +138,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     now = read_inventory(PlannedTree(tree, [*moves, *writes, *retired]), config, cache)
     findings = _placement_findings(files, graph, config)
     findings += _restored(tree, files, existing_all, writes, template, config)
-    if cutover is not None:
+    if cutover is not None and here is not None:
         findings.append(lifecycle.step_2_finding(cutover, here, config, waves))
     if before is not None:
         assert base is not None
