@@ -256,7 +256,8 @@ def owner_findings(base: Ownership, now: Ownership, config: Config) -> list[Find
     An object is protected only when every copy deployed at base carries prune: disabled.
     """
     findings = shared_findings(now)
-    for rid in sorted({*base.copies, *now.copies}):
+    changed = [rid for rid in {*base.copies, *now.copies} if base.copies.get(rid) != now.copies.get(rid)]
+    for rid in sorted(changed):  # an object applied exactly as at base changes no owner
         old, new = base.copies.get(rid, ()), now.copies.get(rid, ())
         if not old or not new:
             continue
@@ -278,8 +279,9 @@ def owner_findings(base: Ownership, now: Ownership, config: Config) -> list[Find
 def shared_findings(now: Ownership) -> list[Finding]:
     """`duplicate-resource` for an object that a wave and another Flux Kustomization both apply (needs
     no base; two waves are `duplicate_findings`)."""
-    return [_shared(rid, copies) for rid, copies in sorted(now.copies.items())
-            if len({c.owner for c in copies}) > 1 and any(c.wave is None for c in copies)]
+    shared = [rid for rid, copies in now.copies.items()
+              if len(copies) > 1 and len({c.owner for c in copies}) > 1 and any(c.wave is None for c in copies)]
+    return [_shared(rid, now.copies[rid]) for rid in sorted(shared)]
 
 
 def _shared(rid: ResourceId, copies: Sequence[Copy]) -> Finding:

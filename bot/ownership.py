@@ -87,7 +87,8 @@ def ownership(inventory: Inventory, config: Config) -> Ownership:
         found.setdefault(r.id, []).append(Copy(r.id, owner, r.path, r.line, r.prune_disabled, r.wave))
     for o in inventory.others:
         found.setdefault(o.id, []).append(Copy(o.id, o.owner, o.path, o.line, o.prune_disabled, None))
-    return Ownership({rid: tuple(sorted(c)) for rid, c in found.items()}, kustomizations, wave_owner)
+    # In order already: the waves' resources come sorted, then the other Kustomizations' (sorted too).
+    return Ownership({rid: tuple(c) for rid, c in found.items()}, kustomizations, wave_owner)
 
 
 def may_prune(base: Ownership, now: Ownership, name: str) -> bool:
