@@ -255,6 +255,20 @@ def test_the_bot_releases_first_and_splits_once_that_is_deployed(flat_scenario: 
     overlays_build(result, kubectl)
 
 
+def test_a_dispatch_after_step_1_is_deployed_splits_the_branch(flat_scenario: Scenario) -> None:
+    s = flat_scenario
+    (s.work / "clusters/base/apps.yaml").write_text(
+        (s.work / "clusters/base/apps.yaml").read_text().replace("prune: true", "prune: false"))
+    git(s.work, "commit", "-q", "-am", "step 1, merged and deployed")
+    git(s.work, "push", "-q", "origin", "HEAD:refs/heads/main")
+    code, log = s.run(s.env(s.checkout(), event="workflow_dispatch") | {"INPUT_FIX-OVERLAYS": "true"})
+    assert code == 0, log
+    assert "Generated-by: flux-wave-bot" in s.origin_log("main")[0]
+    tree = git(s.origin, "ls-tree", "-r", "--name-only", "main").split()
+    assert "apps/wave-0/nextcloud-db.yaml" in tree and "clusters/base/apps.yaml" not in tree
+    assert "cutover step 2 of 2" in (s.tmp / "summary.md").read_text().replace("\\", "")
+
+
 # ---- the README's adoption section, run as written ------------------------------------------------
 
 
