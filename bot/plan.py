@@ -245,7 +245,7 @@ def _release_plan(
     release = lifecycle.release_change(tree, cutover.legacy)
     changes = (release,) if release is not None else ()
     staying = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
-    deepest = max((f.target_wave for f in files if f.target_wave is not None), default=None)
+    deepest = max((f.target_wave for f in files if isinstance(f.target_wave, int)), default=None)
     findings = [*_placement_findings(staying, graph, config),
                 lifecycle.step_1_finding(cutover, here, config, deepest)]
     if before is not None:
