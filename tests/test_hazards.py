@@ -658,10 +658,17 @@ def append(repo: Path, path: str, text: str) -> None:
         handle.write(text)
 
 
-def test_removing_the_earlier_copy_of_an_object_two_waves_define_is_an_error(example_repo: Path) -> None:
+@pytest.fixture
+def contested(example_repo: Path) -> Path:
+    """Waves 0 and 1 both define shared-data at base: each interval, whichever applied last owns it."""
     append(example_repo, "apps/wave-0/pihole.yaml", SHARED)
     append(example_repo, "apps/wave-1/radarr.yaml", SHARED)
     commit(example_repo, "two waves define shared-data")
+    return example_repo
+
+
+def test_removing_the_earlier_copy_of_an_object_two_waves_define_is_an_error(contested: Path) -> None:
+    example_repo = contested
     edit(example_repo, "apps/wave-0/pihole.yaml", SHARED, "")
     commit(example_repo, "drop the wave-0 copy")
     found = of(hazards(example_repo), SHARED_PVC)
@@ -670,10 +677,8 @@ def test_removing_the_earlier_copy_of_an_object_two_waves_define_is_an_error(exa
     assert "whichever applied it last owns it" in found.message
 
 
-def test_removing_the_later_copy_is_safe(example_repo: Path) -> None:
-    append(example_repo, "apps/wave-0/pihole.yaml", SHARED)
-    append(example_repo, "apps/wave-1/radarr.yaml", SHARED)
-    commit(example_repo, "two waves define shared-data")
+def test_removing_the_later_copy_is_safe(contested: Path) -> None:
+    example_repo = contested
     edit(example_repo, "apps/wave-1/radarr.yaml", SHARED, "")
     commit(example_repo, "drop the wave-1 copy: wave 0 relabels it before wave 1 prunes")
     assert [f for f in hazards(example_repo) if f.resource == SHARED_PVC] == []
