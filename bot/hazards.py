@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bot.config import Config
+from bot.errors import WaveBotError
 from bot.evalpaths import discover_overlays
 from bot.inventory import (
     PRUNE_DISABLED,
