@@ -138,19 +138,18 @@ def wave_entries(data: bytes, entry: Item, legacy: FluxKustomization, waves: Seq
     return data
 
 
-def names_kustomization(data: bytes, path: str, name: str, *, every: bool = False) -> bool:
-    """Whether one (`every`: each) document of the patch `data` names the Flux Kustomization `name`;
-    an unreadable patch names nothing."""
+def only_patches_for(data: bytes, path: str, name: str) -> bool:
+    """Whether every document of the patch file `data` patches the Flux Kustomization `name` (so the
+    file exists for it alone); an unreadable file is not."""
     try:
         docs = yamlio.load(data, path)
     except WaveBotError:
         return False
-    found = [
+    return bool(docs) and all(
         isinstance(d.value, dict) and d.value.get("kind") == "Kustomization"
         and isinstance(d.value.get("metadata"), dict) and d.value["metadata"].get("name") == name
         for d in docs
-    ]
-    return bool(found) and (all(found) if every else any(found))
+    )
 
 
 def stateful_objects(inventory: Inventory, legacy: FluxKustomization, config: Config) -> list[OwnedResource]:
@@ -226,6 +225,6 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 
 __all__ = [
-    "Cutover", "Item", "cutover", "legacy_kustomization", "names_kustomization", "release_change",
+    "Cutover", "Item", "cutover", "legacy_kustomization", "only_patches_for", "release_change",
     "removal_changes", "stateful_objects", "step_1_finding", "step_2_finding", "wave_entries",
 ]

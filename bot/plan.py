@@ -217,7 +217,7 @@ def _retire(
     own = f"{config.apps_dir}/{KUSTOMIZATION}"
     for path in sorted({r.file for r in refs if r.file} | {own}):
         if tree.kind(path) == "file" and (
-                path == own or lifecycle.names_kustomization(tree.read(path), path, legacy.name, every=True)):
+                path == own or lifecycle.only_patches_for(tree.read(path), path, legacy.name)):
             changes.append(Change("delete", path))
     return changes
 
