@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from bot.forge import Forge
     from bot.git import Identity, Workspace
     from bot.plan import Plan
+    from bot.tree import Tree
     from bot.worktree import OwnerKeeper
 
 MARKER = "<!-- flux-wave-bot:report -->"
@@ -92,11 +93,18 @@ class Runner:
 
     def regenerate(self, base_rev: str | None) -> Plan:
         """Plan against `base_rev` (the deployed state) and apply it to the work tree."""
-        from bot.config import load_config
-        from bot.plan import make_plan
         from bot.worktree import FsTree, apply_changes
 
-        tree = FsTree(self.ws.path)
+        plan = self.plan(FsTree(self.ws.path), base_rev)
+        if plan.changes:
+            apply_changes(self.ws.path, plan.changes, self.ws.mover())
+        return plan
+
+    def plan(self, tree: Tree, base_rev: str | None) -> Plan:
+        """The plan for `tree` against `base_rev` (None: unavailable, so hazards are not checked)."""
+        from bot.config import load_config
+        from bot.plan import make_plan
+
         config = load_config(tree, self.inputs.config)
         base = self.ws.tree_at(base_rev) if base_rev else None
         plan = make_plan(tree, config, base=base, fix_overlays=self.inputs.fix_overlays)
@@ -108,8 +116,6 @@ class Runner:
                 "later-wave moves of PVCs and databases) were NOT checked",
                 fix="fetch the PR base: use actions/checkout with fetch-depth: 0",
             ))
-        if plan.changes:
-            apply_changes(self.ws.path, plan.changes, self.ws.mover())
         return plan
 
     def ensure_commit(self, sha: str) -> bool:
@@ -172,8 +178,12 @@ class Runner:
             bots_head = self.ws.head_is_bots()
             plan = self.regenerate(deployed)
             if not plan.changes:
-                # The same report as the run that pushed this commit: no needless comment edit.
-                return Outcome(plan, regenerated_in=self.ws.head() if bots_head else None)
+                if not bots_head:
+                    return Outcome(plan)
+                # Report what the run that pushed this commit reported, from the tree it started from:
+                # the same moves, writes and findings (a restored file's note included), so the comment
+                # is not edited again. The plan of HEAD itself would find nothing left to say.
+                return Outcome(self.plan(self.ws.tree_at("HEAD~1"), deployed), regenerated_in=self.ws.head())
             if bots_head:
                 raise WaveBotError(
                     "the head commit is wave-bot's own and regenerating would change files again; "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -43,22 +44,37 @@ def _plan(args: argparse.Namespace) -> Plan:
         return make_plan(tree, config, base=base, fix_overlays=args.fix_overlays)
 
 
-def _print(plan: Plan, fmt: str, applied: bool = False) -> None:
+def _width() -> int:
+    """The terminal's width; 80 columns when the output goes to a file, a pipe or pre-commit."""
+    from bot.report import TEXT_WIDTH
+
+    if not sys.stdout.isatty():
+        return TEXT_WIDTH
+    return max(40, shutil.get_terminal_size((TEXT_WIDTH, 24)).columns - 1)
+
+
+def _print(plan: Plan, args: argparse.Namespace, applied: bool = False) -> None:
     from bot.report import render
 
-    sys.stdout.write(render(plan, fmt, applied))
+    sys.stdout.write(render(plan, args.format, applied, width=_width(), fixes=not args.no_fixes))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    _print(_plan(args), args.format)
+    _print(_plan(args), args)
     return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     plan = _plan(args)
-    _print(plan, args.format)
+    _print(plan, args)
+    errors = sum(f.severity == "error" for f in plan.findings)
+    fix_them = f"fix the {errors} error(s) listed above as each one says" if errors else ""
     if plan.changes:
-        sys.stderr.write("wave-bot: the wave layout is out of date; run `wave-bot apply`\n")
+        also = f"; {fix_them} (`wave-bot apply` does not clear them)" if errors else ""
+        sys.stderr.write(f"wave-bot: check failed: the wave layout is out of date: run `wave-bot apply` to make the "
+                         f"{len(plan.changes)} change(s){also}\n")
+    elif errors:
+        sys.stderr.write(f"wave-bot: check failed: {fix_them}\n")
     return 1 if plan.changes or plan.has_errors() else 0
 
 
@@ -69,11 +85,23 @@ def cmd_apply(args: argparse.Namespace) -> int:
     plan = _plan(args)
     if plan.changes:
         apply_changes(args.path, plan.changes, git.mover(args.path))
-    _print(plan, args.format, applied=True)
+    _print(plan, args, applied=True)
     return 0
 
 
+def _in_actions() -> bool:
+    env = os.environ
+    return "true" in (env.get("GITHUB_ACTIONS"), env.get("GITEA_ACTIONS")) or bool(env.get("GITHUB_EVENT_PATH"))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    if not _in_actions():
+        raise WaveBotError(
+            "`wave-bot run` is the GitHub/Gitea Actions entrypoint: it reads the event, token and inputs a runner "
+            "provides (GITHUB_ACTIONS, GITHUB_EVENT_PATH, INPUT_TOKEN), and none are set here",
+            hint="on your machine run `wave-bot plan` to see the waves and findings, `wave-bot apply` to "
+                 "regenerate them, or `wave-bot check` in CI and pre-commit",
+        )
     from bot.action import run
 
     return run(os.environ, sys.stdout)
@@ -100,15 +128,22 @@ def _parser() -> argparse.ArgumentParser:
                          help="the deployed revision (e.g. origin/main) to check Flux prune hazards against")
         sub.add_argument("--fix-overlays", action="store_true",
                          help="also add missing base entries and SOPS decryption patches for the waves")
+        sub.add_argument("--no-fixes", action="store_true",
+                         help="text output: list the findings without the fix under each")
         sub.set_defaults(func=func)
-    run = commands.add_parser("run", help="the GitHub/Gitea Actions entrypoint (reads GITHUB_* variables)")
+    run = commands.add_parser("run", help="the GitHub/Gitea Actions entrypoint (reads GITHUB_* variables); "
+                              "not for local use")
     run.set_defaults(func=cmd_run)
     return parser
 
 
-def _report_error(exc: WaveBotError) -> None:
+def _report_error(exc: WaveBotError, fmt: str = "text") -> None:
     sys.stderr.write(f"wave-bot: error: {exc}\n")
-    if os.environ.get("GITHUB_ACTIONS") == "true" or os.environ.get("GITEA_ACTIONS") == "true":
+    if fmt == "json":  # stdout stays one JSON document, for the script that reads it
+        from bot.report import error_json
+
+        sys.stdout.write(error_json(exc))
+    elif os.environ.get("GITHUB_ACTIONS") == "true" or os.environ.get("GITEA_ACTIONS") == "true":
         from bot.workflow_commands import error_annotation
 
         sys.stdout.write(error_annotation(exc))
@@ -119,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except WaveBotError as exc:
-        _report_error(exc)
+        _report_error(exc, getattr(args, "format", "text"))
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

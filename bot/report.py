@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from dataclasses import dataclass
+from typing import Any
 
 from bot.errors import WaveBotError
+from bot.groups import Group, group_findings, single
 from bot.model import Finding
 from bot.plan import Plan
 from bot.side import Side, Slot, order
@@ -45,25 +48,121 @@ def _unit_files(plan: Plan) -> dict[Slot, list[tuple[str, list[str]]]]:
     return out
 
 
+# ---- the status line --------------------------------------------------------------------------
+
+_VERBS = {"move": ("to move", "moved"), "create": ("to create", "created"),
+          "update": ("to update", "updated"), "delete": ("to delete", "deleted")}
+
+
+@dataclass(frozen=True)
+class Status:
+    """The verdict every format opens with. `state` matches `wave-bot check`: it exits 1 exactly when
+    the state is `needs-attention` (an error) or `out-of-date` (changes not yet applied)."""
+
+    state: str  # needs-attention | out-of-date | regenerated | up-to-date
+    headline: str  # e.g. "needs attention"
+    detail: str  # the counts: "3 errors, 1 warning; 2 files to move, 1 to create"
+    errors: int
+    warnings: int
+    changes: dict[str, int]
+    by: str = ""  # " by wave-bot in <commit>", after the headline when the bot regenerated
+
+    def text(self) -> str:
+        return f"{self.headline}{self.by}: {self.detail}" if self.detail else f"{self.headline}{self.by}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state, "text": self.text(), "errors": self.errors, "warnings": self.warnings,
+                "changes": self.changes}
+
+
+def plan_status(plan: Plan, applied: bool = False, commit: str | None = None) -> Status:
+    errors = sum(f.severity == "error" for f in plan.findings)
+    warnings = sum(f.severity == "warning" for f in plan.findings)
+    changes: dict[str, int] = {}
+    for change in plan.changes:
+        changes[change.action] = changes.get(change.action, 0) + 1
+    done = applied or commit is not None
+    changes = {action: changes[action] for action in _VERBS if action in changes}
+    files = [f"{n} {_VERBS[action][done]}" for action, n in changes.items()]
+    if files:
+        files[0] = files[0].replace(" ", " file " if files[0].startswith("1 ") else " files ", 1)
+    file_text = ", ".join(files)
+    finding_text = ", ".join(p for p in (_plural(errors, "error"), _plural(warnings, "warning")) if p)
+    by = f" by wave-bot in {commit[:12]}" if commit else ""
+    if errors:
+        detail = "; ".join(p for p in (finding_text, f"{file_text}{by}" if file_text else "") if p)
+        return Status("needs-attention", "needs attention", detail, errors, warnings, changes)
+    if changes and not done:
+        detail = "; ".join(p for p in (file_text, finding_text) if p)
+        return Status("out-of-date", "out of date", detail, errors, warnings, changes)
+    if changes or commit:
+        detail = "; ".join(p for p in (file_text, finding_text) if p)
+        return Status("regenerated", "regenerated", detail, errors, warnings, changes, by)
+    detail = f"{finding_text} to review" if finding_text else ""
+    return Status("up-to-date", "up to date", detail, errors, warnings, changes)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}" if n else ""
+
+
+def _reported(plan: Plan) -> list[Finding]:
+    return [f for f in plan.findings if f.code not in OWN_SECTION]  # shown in sections of their own
+
+
 # ---- text ---------------------------------------------------------------------------------------
 
+TEXT_WIDTH = 80  # when the output is not a terminal
 
-def to_text(plan: Plan, applied: bool = False) -> str:
+
+def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    return textwrap.wrap(text, width=max(width, len(rest) + 20), initial_indent=first, subsequent_indent=rest,
+                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+
+
+def _text_fix(fix: str, indent: str) -> list[str]:
+    """A fix as it is pasted: never wrapped, every line indented under its finding."""
+    return [f"{indent}fix:"] + [f"{indent}  {row}".rstrip() for row in fix.rstrip("\n").splitlines()]
+
+
+def _text_group(group: Group, width: int, fixes: bool) -> list[str]:
+    where = {"file": f" ({group.key})", "overlay": f" ({group.key})", "wave": f" (wave {group.key})"}.get(group.by, "")
+    out = _wrap(f"{group.code}{where}: {group.lead}", width, f"  {group.severity:<7} ", " " * 10)
+    for item in group.items:
+        label = item.finding.code if group.by == "wave" else item.label
+        out += _wrap(f"{label} ({item.finding.severity}): {item.text}", width, " " * 10 + "- ", " " * 12)
+        if fixes and item.fix:
+            out += _text_fix(item.fix, " " * 12)
+    if group.tail:
+        out += _wrap(group.tail, width, " " * 10, " " * 10)
+    if fixes and group.fix:
+        out += _text_fix(group.fix, " " * 10)
+    return out
+
+
+def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: bool = True) -> str:
+    """The terminal and pre-commit report: status, waves, changes, then every finding with its fix."""
+    lines = [f"wave-bot: {plan_status(plan, applied).text()}", ""]
     rows = [("wave", "unit", "files")]
     for n, units in _unit_files(plan).items():
         if not units:
             rows.append((str(n), "(empty)", ""))
         for i, (unit, names) in enumerate(units):
             rows.append((str(n) if i == 0 else "", unit, ", ".join(names)))
-    width = [max(len(r[i]) for r in rows) for i in range(2)]
-    lines = [f"{w:<{width[0]}}  {u:<{width[1]}}  {f}".rstrip() for w, u, f in rows]
+    if len(rows) == 1:
+        lines.append(_empty_catalog(plan))
+    else:
+        w = [max(len(r[i]) for r in rows) for i in range(2)]
+        for wave, unit, files in rows:
+            lines += _wrap(files, width, f"{wave:<{w[0]}}  {unit:<{w[1]}}  ", " " * (w[0] + w[1] + 4))
     pending = [f"{n} (wave {plan.graph.nodes[n].wave})" for n in plan.not_onboarded()]
     if pending:
-        lines += ["", "Computed, not placed (no app files yet): " + ", ".join(pending)]
+        lines += [""] + _wrap("Computed, not placed (no app files yet): " + ", ".join(pending), width, "", "  ")
     gating = _gating(plan)
     if gating:
         lines += ["", f"{GATING_TITLE}:"]
-        lines += [f"  {f.message}" for f in gating]
+        for f in gating:
+            lines += _wrap(f.message, width, "  ", "    ")
     lines.append("")
     if plan.changes:
         lines.append(f"{len(plan.changes)} change(s) {'applied' if applied else 'to apply'}:")
@@ -71,16 +170,32 @@ def to_text(plan: Plan, applied: bool = False) -> str:
             arrow = f"{change.source} -> {change.path}" if change.source else change.path
             lines.append(f"  {change.action:<7} {arrow}")
     else:
-        lines.append("The wave layout is up to date.")
-    findings = [f for f in plan.findings if f.code not in OWN_SECTION]  # listed above already
+        lines.append("No file to move, create, update or delete: the wave layout matches the catalog.")
+    findings = _reported(plan)
     if findings:
         lines += ["", "Findings:"]
-        lines += [f"  {f.severity:<7} {f.code}: {f.message}" for f in findings]
+        for group in group_findings(findings):
+            lines += _text_group(group, width, fixes)
     return "\n".join(lines) + "\n"
 
 
-def to_json(plan: Plan) -> str:
-    return json.dumps(plan.to_json(), indent=2) + "\n"
+def _empty_catalog(plan: Plan) -> str:
+    return (f"No ServiceDefinition in {plan.config.catalog_dir}/ (looked for *.yaml files there), so there are no "
+            "waves: add one file per service, or set catalog_dir in .wave-bot.yaml")
+
+
+def to_json(plan: Plan, applied: bool = False) -> str:
+    """`plan.to_json()` with the status first and the groups the other formats show (keys only added)."""
+    body = plan.to_json()
+    index = {f: i for i, f in enumerate(plan.findings)}
+    groups = [g.to_json(index) for g in group_findings(_reported(plan))]
+    return json.dumps({"status": plan_status(plan, applied).to_json(), **body, "groups": groups}, indent=2) + "\n"
+
+
+def error_json(exc: WaveBotError) -> str:
+    """An input error for `--format json`: the same four fields whatever went wrong."""
+    return json.dumps({"error": {"message": exc.message, "path": exc.path, "line": exc.line, "hint": exc.hint}},
+                      indent=2) + "\n"
 
 
 # ---- markdown -----------------------------------------------------------------------------------
@@ -120,31 +235,51 @@ class Context:
     note: str | None = None  # one more plain sentence under the status (trusted text)
 
 
+_STATUS_ICON = {"needs-attention": "🛑", "out-of-date": "🔄", "regenerated": "🔄", "up-to-date": "✅"}
+
+
 def status(plan: Plan, context: Context) -> str:
-    errors = sum(f.severity == "error" for f in plan.findings)
-    warnings = sum(f.severity == "warning" for f in plan.findings)
-    if errors or warnings:
-        counts = ", ".join(p for p in (_plural(errors, "error"), _plural(warnings, "warning")) if p)
-        regenerated = f" (layout regenerated by wave-bot in {context.commit[:12]})" if context.commit else ""
-        return f"⚠️ **needs attention**: {counts}{regenerated}"
-    if context.commit:
-        return f"🔄 **regenerated** by wave-bot in {context.commit[:12]}"
-    if plan.changes:
-        return f"🔄 **{'regenerated' if context.applied else 'out of date'}**: {_plural(len(plan.changes), 'change')}"
-    return "✅ **up to date**"
+    st = plan_status(plan, context.applied, context.commit)
+    icon = "⚠️" if st.state == "up-to-date" and st.warnings else _STATUS_ICON[st.state]
+    return f"{icon} **{st.headline}**{st.by}" + (f": {st.detail}" if st.detail else "")
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}" if n else ""
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 
-def _finding(f: Finding) -> list[str]:
-    line = f"- {SEVERITY_ICON[f.severity]} **{f.severity}** {code(f.code)}: {escape(f.message)}"
-    out = [line]
-    if f.fix:
-        out += ["", "  <details><summary>How to fix</summary>", ""]
-        out += ["  " + row if row else "" for row in fence(f.fix, "yaml" if ":" in f.fix else "").splitlines()]
-        out += ["", "  </details>"]
+def inline(text: str) -> str:
+    """A message as markdown: its `quoted` commands and keys as code spans, everything else escaped."""
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out += [escape(text[at:m.start()]), code(m.group(1))]
+        at = m.end()
+    return "".join(out) + escape(text[at:])
+
+
+def _md_fix(fix: str, indent: str) -> list[str]:
+    out = ["", f"{indent}<details><summary>How to fix</summary>", ""]
+    out += [indent + row if row else "" for row in fence(fix, "yaml" if ":" in fix else "").splitlines()]
+    return out + ["", f"{indent}</details>"]
+
+
+def _md_group(group: Group) -> list[str]:
+    if group.by == "wave":
+        where = f" for wave {group.key}"
+    elif group.by in ("file", "overlay"):
+        where = f" in {code(group.key)}"
+    else:
+        where = ""
+    out = [f"- {SEVERITY_ICON[group.severity]} **{group.severity}** {code(group.code)}{where}: {inline(group.lead)}"]
+    for item in group.items:
+        label = code(item.label) if group.by != "wave" else code(item.finding.code)
+        text = inline(item.text)
+        out.append(f"  - {SEVERITY_ICON[item.finding.severity]} {label}: {text}")
+        if item.fix:
+            out += _md_fix(item.fix, "    ")
+    if group.tail:
+        out += ["", f"  {inline(group.tail)}"]
+    if group.fix:
+        out += _md_fix(group.fix, "  ")
     return out
 
 
@@ -180,6 +315,19 @@ def _mermaid_id(n: Slot) -> str:
     return f"s{n.wave}" if isinstance(n, Side) else f"w{n}"
 
 
+def _writes(plan: Plan) -> list[str]:
+    """The generated files the plan creates, updates or deletes, listed like the moves."""
+    writes = [c for c in plan.changes if c.action != "move"]
+    if not writes:
+        return []
+    verb = {"create": "create", "update": "update", "delete": "delete"}
+    out = ["#### Files wave-bot writes", "", "| file | change |", "|---|---|"]
+    out += [f"| {code(c.path)} | {verb[c.action]} |" for c in writes[:ROW_LIMIT]]
+    if len(writes) > ROW_LIMIT:
+        out.append(f"| … and {len(writes) - ROW_LIMIT} more | |")
+    return out + [""]
+
+
 def _mermaid(plan: Plan) -> list[str]:
     """Waves bottom-up, each wave's arrow from the one below; a side branch hangs off the wave its
     own wave depends on by a dotted arrow, and no arrow leaves it: it gates nobody."""
@@ -212,11 +360,11 @@ def to_markdown(plan: Plan, context: Context = Context()) -> str:
     out = ["### 🌊 flux-wave-bot", "", status(plan, context)]
     if context.note:
         out += ["", context.note]
-    findings = [f for f in plan.findings if f.code not in OWN_SECTION]
+    findings = _reported(plan)
     if findings:
         out += ["", "#### Findings", ""]
-        for f in findings:
-            out += _finding(f)
+        for group in group_findings(findings):
+            out += _md_group(group)
     if context.diff is not None:
         out += ["", "<details><summary>The regenerated layout (not pushed)</summary>", "",
                 fence(context.diff, "diff"), "", "</details>"]
@@ -224,12 +372,13 @@ def to_markdown(plan: Plan, context: Context = Context()) -> str:
             out += ["", context.apply_hint]
     out += ["", "#### Waves", "", *_wave_table(plan), ""]
     out += _moves(plan)
+    out += _writes(plan)
     gating = _gating(plan)
     if gating:
         out += [f"#### {GATING_TITLE}", "", "<details><summary>Units that wait for others they do not need "
                 f"({len(gating)} wave {'boundary' if len(gating) == 1 else 'boundaries'})</summary>", ""]
         for f in gating:
-            out += _finding(f)
+            out += _md_group(single(f))
         out += ["", "</details>", ""]
     pending = [f"{code(n)} (wave {plan.graph.nodes[n].wave})" for n in plan.not_onboarded()]
     if pending:
@@ -250,9 +399,9 @@ def error_markdown(exc: WaveBotError) -> str:
     return "\n".join(out) + "\n"
 
 
-def render(plan: Plan, fmt: str, applied: bool = False) -> str:
+def render(plan: Plan, fmt: str, applied: bool = False, width: int = TEXT_WIDTH, fixes: bool = True) -> str:
     if fmt == "json":
-        return to_json(plan)
+        return to_json(plan, applied)
     if fmt == "markdown":
         return to_markdown(plan, Context(applied=applied))
-    return to_text(plan, applied)
+    return to_text(plan, applied, width, fixes)

@@ -1,17 +1,19 @@
 """The reports people read: text, JSON and markdown (the PR comment and job summary)."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from bot import report
+from bot.cli import main
 from bot.config import Config, load_config
 from bot.plan import make_plan
 from bot.worktree import FsTree
 
-from conftest import deployment, service, write_files
+from conftest import deployment, git, service, write_files
 
 HOSTILE_NAMES = [
     "<img src=x onerror=alert(1)>.yaml",
@@ -41,8 +43,10 @@ def test_hostile_file_names_render_inert(hostile_repo: Path) -> None:
     assert "<img" not in outside_code and "<!--" not in outside_code
     assert "](" not in outside_code.replace("\\](", "")  # no link or image syntax survives unescaped
     assert not re.search(r"@[A-Za-z0-9]", outside_code)  # every @ is followed by a zero-width space
-    for row in [r for r in text.splitlines() if r.startswith("| ")]:
-        assert len(re.findall(r"(?<!\\)\|", row)) == 4  # three cells, whatever the names hold
+    for table in re.findall(r"(?:^\|.*\n)+", text, flags=re.M):
+        header, *rows = table.splitlines()
+        for row in rows:  # as many cells as the header, whatever the names hold
+            assert len(re.findall(r"(?<!\\)\|", row)) == header.count("|")
     assert "onerror" in text  # escaped, not dropped: the reviewer still sees the real name
 
 
@@ -65,7 +69,7 @@ def test_markdown_is_deterministic_and_has_every_section(tmp_path: Path) -> None
     plan = make_plan(FsTree(str(tmp_path)), Config())
     first = report.to_markdown(plan)
     assert first == report.to_markdown(make_plan(FsTree(str(tmp_path)), Config()))
-    assert "⚠️ **needs attention**: 1 error" in first
+    assert "🛑 **needs attention**: 1 error; 3 files to move, 6 to create" in first
     assert "#### Findings" in first and "`unplaced-file`" in first
     assert "| 1 | `api` | `api.yaml` |" in first
     assert "| `web.yaml` | new | wave 2 |" in first
@@ -78,9 +82,10 @@ def test_markdown_is_deterministic_and_has_every_section(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     "context, expected",
     [
-        (report.Context(), "🔄 **out of date**: "),
-        (report.Context(applied=True), "🔄 **regenerated**: "),
-        (report.Context(commit="0123456789abcdef"), "🔄 **regenerated** by wave-bot in 0123456789ab"),
+        (report.Context(), "🔄 **out of date**: 1 file to move, 2 to create\n"),
+        (report.Context(applied=True), "🔄 **regenerated**: 1 file moved, 2 created\n"),
+        (report.Context(commit="0123456789abcdef"),
+         "🔄 **regenerated** by wave-bot in 0123456789ab: 1 file moved, 2 created\n"),
     ],
 )
 def test_status_line(tmp_path: Path, context: report.Context, expected: str) -> None:
@@ -99,8 +104,11 @@ def test_text_report_lists_changes_and_findings(tmp_path: Path, capsys: pytest.C
     write_files(tmp_path, {"catalog/web.yaml": service("web"), "apps/web.yaml": deployment("web"),
                            "apps/wave-0/x.yaml": deployment("x")})
     text = report.to_text(make_plan(FsTree(str(tmp_path)), Config()))
+    assert text.startswith("wave-bot: needs attention: 1 error; 1 file to move, 2 to create\n")
     assert "  move    apps/web.yaml -> apps/wave-0/web.yaml" in text
-    assert "  error   unplaced-file: apps/wave-0/x.yaml" in text
+    assert "  error   unplaced-file: apps/wave-0/x.yaml: no catalog node owns this file" in text
+    # The fix, which names the files that would place it, is printed under the finding.
+    assert "          fix:\n            add catalog/<service>.yaml for it" in text
 
 
 def test_a_large_repository_gets_a_report_of_bounded_size(tmp_path: Path) -> None:
@@ -116,3 +124,102 @@ def test_a_large_repository_gets_a_report_of_bounded_size(tmp_path: Path) -> Non
     assert "… and 200 more |" in text  # 400 moves, 200 rows
     mermaid = text.split("```mermaid", 1)[1]
     assert 'w0["wave 0: 200 units"]' in mermaid and "-->" not in mermaid and "w0 ==> w1" in mermaid
+
+
+# ---- what a person sees for one PR: plex.yaml moves from wave 0 to wave 2 -------------------------
+
+
+def _plex_to_wave_2(repo: Path) -> None:
+    """The PR: plex gains a dependency on sonarr (wave 1), so it belongs in wave 2."""
+    git(repo, "checkout", "-q", "-b", "pr")
+    with open(repo / "catalog/plex.yaml", "a") as catalog:
+        catalog.write("  dependencies:\n    - to: sonarr\n")
+    git(repo, "commit", "-qam", "plex depends on sonarr")
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_moved_file_is_one_finding_with_its_objects_inside(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _plex_to_wave_2(example_repo)
+    code, text, err = _run(capsys, "check", str(example_repo), "--base", "main")
+    assert code == 1
+    assert text.startswith("wave-bot: needs attention: 2 errors, 2 warnings; 1 file to move, 2 to update\n")
+    findings = text.split("\nFindings:\n", 1)[1]
+    assert findings.count("later-wave-move") == 1 and findings.count("Safe procedure") == 1
+    assert findings.startswith("  error   later-wave-move (apps/wave-2/plex.yaml): Each of these 4 objects moves\n")
+    objects = [line.split(" (")[0].strip("- ") for line in findings.splitlines() if line.startswith("          - ")]
+    assert objects == ["Namespace plex", "PersistentVolumeClaim plex/plex-data",  # data loss first
+                       "Service plex/plex", "apps/Deployment plex/plex"]
+    assert "          fix:\n            metadata:\n              annotations:\n" in findings
+    assert all(len(line) <= 80 for line in text.splitlines())  # not a terminal: 80 columns
+    # `apply` does not clear a later-wave move, so check does not pretend it does.
+    assert "run `wave-bot apply` to make the 3 change(s); fix the 2 error(s) listed above" in err
+    assert "(`wave-bot apply` does not clear them)" in err
+
+    _, markdown, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--format", "markdown")
+    assert markdown.count("`later-wave-move`") == 1 and markdown.count("Safe procedure") == 1
+    assert markdown.count("How to fix") == 1
+    assert "\n  - 🛑 `Namespace plex`: the namespace is deleted and everything in it with it\\.\n" in markdown
+
+    _, raw, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--format", "json")
+    out = json.loads(raw)
+    assert list(out)[0] == "status" and out["status"]["state"] == "needs-attention"
+    assert out["status"]["changes"] == {"move": 1, "update": 2}
+    (group,) = [g for g in out["groups"] if g["code"] == "later-wave-move"]
+    assert group["by"] == "file" and group["key"] == "apps/wave-2/plex.yaml"
+    members = [out["findings"][i] for i in group["findings"]]
+    assert [m["resource"] for m in members][:2] == ["Namespace plex", "PersistentVolumeClaim plex/plex-data"]
+    assert len(members) == 4 and all(m["code"] == "later-wave-move" for m in members)  # per object: kept
+
+
+def test_no_fixes_hides_them(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _plex_to_wave_2(example_repo)
+    _, text, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--no-fixes")
+    assert "fix:" not in text and "annotations:" not in text and "Safe procedure" in text
+
+
+def test_text_wraps_to_the_terminal(example_repo: Path, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    _plex_to_wave_2(example_repo)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
+    monkeypatch.setenv("COLUMNS", "120")
+    _, text, _ = _run(capsys, "plan", str(example_repo), "--base", "main")
+    widths = [len(line) for line in text.splitlines()]
+    assert max(widths) <= 119 and max(widths) > 100
+
+
+@pytest.mark.parametrize("step, state, code", [
+    ("nothing", "up to date", 0),
+    ("new app", "out of date: 1 file to move, 1 to update", 1),
+    ("new wave, applied without --fix-overlays", "needs attention: 1 error, 2 warnings", 1),
+])
+def test_the_status_line_matches_the_exit_code(example_repo: Path, capsys: pytest.CaptureFixture[str],
+                                               step: str, state: str, code: int) -> None:
+    if step != "nothing":
+        deps = ("seerr",) if "wave" in step else ("sonarr",)
+        write_files(example_repo, {"catalog/tautulli.yaml": service("tautulli", *deps),
+                                   "apps/tautulli.yaml": deployment("tautulli")})
+    if "applied" in step:
+        assert _run(capsys, "apply", str(example_repo))[0] == 0
+    got, text, _ = _run(capsys, "check", str(example_repo))
+    assert (got, text.splitlines()[0]) == (code, f"wave-bot: {state}")
+    _, raw, _ = _run(capsys, "check", str(example_repo), "--format", "json")
+    assert json.loads(raw)["status"]["text"] == state
+    _, markdown, _ = _run(capsys, "check", str(example_repo), "--format", "markdown")
+    assert markdown.splitlines()[2].split(" ", 1)[1] == "**" + state.replace(":", "**:", 1) + (
+        "" if ":" in state else "**")
+
+
+def test_created_and_updated_files_are_listed(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_files(example_repo, {"catalog/tautulli.yaml": service("tautulli", "seerr"),
+                               "apps/tautulli.yaml": deployment("tautulli")})
+    _, markdown, _ = _run(capsys, "plan", str(example_repo), "--format", "markdown")
+    table = markdown.split("#### Files wave-bot writes\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert table[2:] == ["| `apps/wave-3/kustomization.yaml` | create |", "| `clusters/base/apps-wave-3.yaml` | create |"]
