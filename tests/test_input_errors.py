@@ -1,6 +1,7 @@
 """Every input error: a clear message naming file and line, exit 2, and a work tree left exactly as it was."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -149,3 +150,44 @@ def test_missing_catalog_directory_says_where_to_run(tmp_path: Path, capsys: pyt
 def test_path_that_is_not_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", str(tmp_path / "nope")]) == 2
     assert "is not a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_json_input_error_is_one_json_document_on_stdout(
+    case: str, make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    files, expected = CASES[case]
+    repo = make_repo(_encode({**BASE, **files}))
+    code = main(["check", str(repo), "--format", "json"])
+    out = capsys.readouterr()
+    assert code == 2
+    error = json.loads(out.out)["error"]
+    assert set(error) == {"message", "path", "line", "hint"}
+    assert out.err.startswith("wave-bot: error: ")  # the person at the terminal still reads text
+    where = f"{error['path']}:{error['line']}: " if error["line"] else f"{error['path']}: " if error["path"] else ""
+    assert out.err.splitlines()[0] == f"wave-bot: error: {where}{error['message']}"
+    assert error["hint"] is None or f"hint: {error['hint']}" in out.err
+    for text in expected:
+        assert text in out.err
+
+
+def test_a_cycle_in_json_names_file_and_line(
+    make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(_encode({**BASE, **CASES["cycle"][0]}))
+    assert main(["plan", str(repo), "--format", "json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert (error["path"], error["line"]) == ("catalog/api.yaml", 7)
+    assert error["message"].startswith("dependency cycle: api -> worker -> web -> api")
+
+
+def test_run_outside_actions_says_what_it_is_and_what_to_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("GITHUB_ACTIONS", "GITEA_ACTIONS", "GITHUB_EVENT_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["run"]) == 2
+    err = capsys.readouterr().err
+    assert "`wave-bot run` is the GitHub/Gitea Actions entrypoint" in err
+    assert "run `wave-bot plan`" in err and "`wave-bot check`" in err
+    assert "no token" not in err

@@ -222,4 +222,5 @@ def test_created_and_updated_files_are_listed(example_repo: Path, capsys: pytest
                                "apps/tautulli.yaml": deployment("tautulli")})
     _, markdown, _ = _run(capsys, "plan", str(example_repo), "--format", "markdown")
     table = markdown.split("#### Files wave-bot writes\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert table[2:] == ["| `apps/wave-3/kustomization.yaml` | create |", "| `clusters/base/apps-wave-3.yaml` | create |"]
+    assert table[2:] == ["| `apps/wave-3/kustomization.yaml` | create |",
+                         "| `clusters/base/apps-wave-3.yaml` | create |"]
