@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render
+from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored
 from bot.catalog import load_catalog
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -137,7 +137,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     # What Flux will apply once this lands, and (against the base) what it will delete.
     now = read_inventory(PlannedTree(tree, [*moves, *writes, *retired]), config, cache)
     findings = _placement_findings(files, graph, config)
-    findings += _restored(tree, files, existing_all, writes, template, config)
+    findings += restored.regeneration_findings(tree, writes, config, template_source, base)
     if cutover is not None and here is not None:
         findings.append(lifecycle.step_2_finding(cutover, here, config, waves))
     if before is not None:
@@ -326,30 +326,6 @@ def _writes(tree: Tree, generated: Mapping[str, bytes]) -> list[Change]:
         elif tree.read(path) != content:
             changes.append(Change("update", path, content=content))
     return changes
-
-
-def _restored(
-    tree: Tree, files: list[AppFile], existing: set[Slot], writes: list[Change], template: Mapping[str, Any],
-    config: Config,
-) -> list[Finding]:
-    """generated-file-restored: a generated file that is not what wave-bot makes of the layout as it
-    stands (before any move), so someone edited it by hand; the regeneration undoes that edit."""
-    updated = sorted(c.path for c in writes if c.action == "update")
-    if not updated:
-        return []
-    as_is = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
-    expected = _generated(as_is, tuple(sorted(existing)), template, config)
-    return [
-        Finding(
-            code="generated-file-restored",
-            severity="info",
-            message=(f"{path} was not what wave-bot generates (edited by hand?); it is regenerated, so the edit "
-                     "is undone: change the catalog, .wave-bot.yaml or the wave template instead"),
-            path=path,
-        )
-        for path in updated
-        if tree.read(path) != expected.get(path)
-    ]
 
 
 def _placement_findings(files: list[AppFile], graph: WaveGraph, config: Config) -> list[Finding]:

@@ -94,6 +94,25 @@ def test_first_run_pushes_one_commit_and_creates_one_comment(scenario: Scenario)
     assert f"platform={scenario.platform} api={scenario.server.api}" in log
 
 
+def test_a_re_run_on_the_bots_commit_reports_the_same_restored_file(scenario: Scenario) -> None:
+    """The first comment says a hand edit was undone; the run on wave-bot's commit must say it too,
+    or it edits the comment once more (the edit is gone from the tree it sees)."""
+    kustomization = (scenario.work / "apps/wave-1/kustomization.yaml").read_text()
+    scenario.pr_branch({**NEW_SERVICE, "apps/wave-1/kustomization.yaml": kustomization.replace(
+        "resources:\n", "resources:  # hand edit\n")})
+    assert scenario.run(scenario.env(scenario.checkout("first")))[0] == 0
+    (first,) = scenario.server.bodies()
+    assert "`generated-file-restored`: apps/wave\\-1/kustomization\\.yaml differs from anything" in first
+    scenario.head_sha = git(scenario.origin, "rev-parse", BRANCH).strip()
+    scenario.server.pulls[7]["head"]["sha"] = scenario.head_sha
+    writes_before = len(scenario.server.writes)
+
+    code, log = scenario.run(scenario.env(scenario.checkout("second")))
+    assert code == 0, log
+    assert len(scenario.server.writes) == writes_before, scenario.server.bodies()[-1]
+    assert "comment unchanged" in log
+
+
 def test_second_run_pushes_nothing_and_writes_nothing(scenario: Scenario) -> None:
     scenario.pr_branch(NEW_SERVICE)
     assert scenario.run(scenario.env(scenario.checkout("first")))[0] == 0

@@ -156,13 +156,13 @@ def test_unplaced_file_stays_in_its_wave_kustomization(
 def test_hand_edited_generated_file_is_restored(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = example_repo / "apps/wave-1/kustomization.yaml"
     original = path.read_bytes()
-    path.write_bytes(original.replace(b"  - sonarr.yaml\n", b""))
+    path.write_bytes(original.replace(b"kind: Kustomization\n", b"kind: Kustomization  # careful\n"))
     assert main(["check", str(example_repo)]) == 1
     capsys.readouterr()
     code, out = run_json(capsys, "apply", str(example_repo))
     assert {"action": "update", "path": "apps/wave-1/kustomization.yaml"} in out["changes"]
     (restored,) = [f for f in out["findings"] if f["code"] == "generated-file-restored"]
-    assert restored["path"] == "apps/wave-1/kustomization.yaml" and "edited by hand" in restored["message"]
+    assert restored["path"] == "apps/wave-1/kustomization.yaml" and "a hand edit" in restored["message"]
     assert path.read_bytes() == original
 
 
