@@ -19,7 +19,9 @@ def _plan(capsys: pytest.CaptureFixture[str], repo: Path, *extra: str) -> list[d
             if f["code"] in ("generated-file-restored", "wave-template-changed")]
 
 
-def test_a_new_file_in_a_wave_is_the_layout_s_own_change(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_new_file_in_a_wave_is_the_layouts_own_change(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (example_repo / "apps/wave-0/junk.yaml").write_text(deployment("junk"))
     assert _plan(capsys, example_repo) == []
 
