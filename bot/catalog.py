@@ -5,9 +5,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot import yamlio
-from bot.config import Config
+from bot.config import CONFIG_FILE, Config
 from bot.errors import WaveBotError
-from bot.naming import is_dns_label, is_yaml_name, shown
+from bot.naming import did_you_mean, is_dns_label, is_yaml_name, shown
 from bot.tree import Tree, refuse_link
 
 SERVICE_KIND = "ServiceDefinition"
@@ -50,6 +50,19 @@ class Service:
         return self.where.line
 
 
+def missing_dir(tree: Tree, config: Config, key: str, value: str, what: str) -> WaveBotError:
+    """The error for a configured directory that is not there: the config's line when it sets it."""
+    path, line = config.where(key)
+    parent, _, name = value.rpartition("/")
+    siblings = [e.name for e in tree.entries(parent) if e.kind == "dir"]
+    guess = did_you_mean(name, siblings)
+    if path is not None:
+        return WaveBotError(f"{key} is '{value}', and there is no such directory{guess}", path=path, line=line,
+                            hint=f"fix {key} in {path}, or create {value}/")
+    return WaveBotError(f"no {what} '{value}' (the default {key}){guess}",
+                        hint=f"run wave-bot in the repository root, or set {key} in {CONFIG_FILE}")
+
+
 def load_catalog(tree: Tree, config: Config) -> list[Service]:
     """Every ServiceDefinition under `config.catalog_dir`, sorted by name.
 
@@ -59,10 +72,7 @@ def load_catalog(tree: Tree, config: Config) -> list[Service]:
     if tree.kind(config.catalog_dir) == "link":
         raise refuse_link(config.catalog_dir)
     if tree.kind(config.catalog_dir) != "dir":
-        raise WaveBotError(
-            f"no catalog directory '{config.catalog_dir}'",
-            hint="run wave-bot in the repository root, or set catalog_dir in .wave-bot.yaml",
-        )
+        raise missing_dir(tree, config, "catalog_dir", config.catalog_dir, "catalog directory")
     services: dict[str, Service] = {}
     for entry in tree.entries(config.catalog_dir):
         if not is_yaml_name(entry.name) or entry.kind == "dir":

@@ -53,6 +53,12 @@ class Config:
     source: str = field(default=CONFIG_FILE, compare=False)
     non_gating_lines: tuple[int, ...] = field(default=(), compare=False)
     """The line of each `non_gating` entry, for messages."""
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False)
+    """Key -> its line in `source`, for errors about a value the file sets."""
+
+    def where(self, key: str) -> tuple[str | None, int | None]:
+        """(file, line) of `key` when the config file sets it; (None, None) for a default."""
+        return (self.source, self.lines[key]) if key in self.lines else (None, None)
 
     def wave_dir(self, n: Slot) -> str:
         if isinstance(n, Side):
@@ -111,7 +117,7 @@ def _match(pattern: str, name: str) -> int | None:
 
 
 _STR_LISTS = ("root_depends_on", "leaf_patterns", "file_suffixes", "stateful_kinds", "overlays", "non_gating")
-_INTERNAL = ("source", "non_gating_lines")
+_INTERNAL = ("source", "non_gating_lines", "lines")
 _PATHS = ("catalog_dir", "apps_dir", "base_dir")
 _TEMPLATE_KEYS = {"apiVersion", "kind", "metadata", "spec"}
 _BOT_OWNED = {("metadata", "name"), ("spec", "path"), ("spec", "dependsOn")}
@@ -135,9 +141,11 @@ def parse_config(data: bytes, path: str) -> Config:
     if not isinstance(doc.value, dict):
         raise WaveBotError("the config must be a mapping of keys", path=path, line=doc.info.start_line)
     known = [f.name for f in dataclasses.fields(Config) if f.name not in _INTERNAL]
-    values: dict[str, Any] = {"source": path}
+    lines: dict[str, int] = {}
+    values: dict[str, Any] = {"source": path, "lines": lines}
     for key, value in doc.value.items():
         line = doc.info.line((key,))
+        lines[str(key)] = line
         if key not in known:
             raise WaveBotError(
                 f"unknown key '{key}'{did_you_mean(str(key), known)}",
@@ -180,19 +188,25 @@ def _convert(key: str, value: Any, path: str, info: yamlio.DocInfo) -> Any:
     if key == "extra_units":
         if not isinstance(value, list):
             raise _bad(key, "a list of units (name, anchor, above, files)", path, line)
-        return tuple(_extra_unit(item, path, info.line((key, i))) for i, item in enumerate(value))
+        return tuple(_extra_unit(item, path, info, i) for i, item in enumerate(value))
     if key == "kustomization_template":
         return _template(value, path, line)
     raise AssertionError(key)  # pragma: no cover - every dataclass field is handled above
 
 
-def _extra_unit(item: Any, path: str, line: int) -> ExtraUnit:
+_UNIT_KEYS = ("name", "anchor", "above", "files")
+
+
+def _extra_unit(item: Any, path: str, info: yamlio.DocInfo, index: int) -> ExtraUnit:
+    line = info.line(("extra_units", index))
     if not isinstance(item, dict):
         raise _bad("extra_units", "a list of mappings", path, line)
-    unknown = set(item) - {"name", "anchor", "above", "files"}
+    unknown = sorted(str(k) for k in set(item) - set(_UNIT_KEYS))
     if unknown:
-        raise WaveBotError(f"unknown key '{sorted(unknown)[0]}' in extra_units", path=path, line=line,
-                           hint="an extra unit has: name, anchor, above, files")
+        key = unknown[0]
+        raise WaveBotError(f"unknown key '{key}' in extra_units{did_you_mean(key, _UNIT_KEYS)}", path=path,
+                           line=info.line(("extra_units", index, key)),
+                           hint=f"an extra unit has: {', '.join(_UNIT_KEYS)}")
     name, anchor = item.get("name"), item.get("anchor")
     if not is_dns_label(name):
         raise _bad("extra_units[].name", "a DNS-1123 label (lower-case letters, digits, '-')", path, line)

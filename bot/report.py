@@ -12,6 +12,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from bot.config import CONFIG_FILE
 from bot.errors import WaveBotError
 from bot.groups import Group, group_findings, single
 from bot.model import Finding
@@ -99,6 +100,8 @@ def plan_status(plan: Plan, applied: bool = False, commit: str | None = None) ->
         detail = "; ".join(p for p in (file_text, finding_text) if p)
         return Status("regenerated", "regenerated", detail, errors, warnings, changes, by)
     detail = f"{finding_text} to review" if finding_text else ""
+    if not plan.graph.nodes:
+        detail = f"no ServiceDefinition in {plan.config.catalog_dir}/"
     return Status("up-to-date", "up to date", detail, errors, warnings, changes)
 
 
@@ -150,7 +153,7 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
         for i, (unit, names) in enumerate(units):
             rows.append((str(n) if i == 0 else "", unit, ", ".join(names)))
     if len(rows) == 1:
-        lines.append(_empty_catalog(plan))
+        lines += _wrap(_empty_catalog(plan), width, "", "")
     else:
         w = [max(len(r[i]) for r in rows) for i in range(2)]
         for wave, unit, files in rows:
@@ -180,8 +183,11 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
 
 
 def _empty_catalog(plan: Plan) -> str:
-    return (f"No ServiceDefinition in {plan.config.catalog_dir}/ (looked for *.yaml files there), so there are no "
-            "waves: add one file per service, or set catalog_dir in .wave-bot.yaml")
+    where, _ = plan.config.where("catalog_dir")
+    setting = f"catalog_dir is set in {where}" if where else f"the default catalog_dir; set it in {CONFIG_FILE}"
+    return (f"No ServiceDefinition in {plan.config.catalog_dir}/ ({setting}): wave-bot read every *.yaml file "
+            "there and found none, so there are no waves. Add one file per service (kind: ServiceDefinition, "
+            "metadata.name, spec.dependencies)")
 
 
 def to_json(plan: Plan, applied: bool = False) -> str:
@@ -370,7 +376,8 @@ def to_markdown(plan: Plan, context: Context = Context()) -> str:
                 fence(context.diff, "diff"), "", "</details>"]
         if context.apply_hint:
             out += ["", context.apply_hint]
-    out += ["", "#### Waves", "", *_wave_table(plan), ""]
+    out += ["", "#### Waves", "", *(_wave_table(plan) if plan.graph.nodes or plan.waves else
+                                     [escape(_empty_catalog(plan))]), ""]
     out += _moves(plan)
     out += _writes(plan)
     gating = _gating(plan)

@@ -140,13 +140,24 @@ def _leaves(by_name: Mapping[str, Service], config: Config) -> set[str]:
                 continue
             raise WaveBotError(
                 f"'{service.name}' depends on '{dep.target}', which has no ServiceDefinition"
-                f"{did_you_mean(dep.target, by_name)}",
+                f"{did_you_mean(dep.target, _known_names(by_name, config))}",
                 path=service.path,
                 line=dep.line,
                 hint=f"fix the name, add {config.catalog_dir}/{dep.target}.yaml, or add a pattern "
                 f"matching it to leaf_patterns (now: {', '.join(config.leaf_patterns) or 'none'})",
             )
     return leaves
+
+
+def _known_names(by_name: Mapping[str, Service], config: Config) -> list[str]:
+    """What a dependency may name: the services, the leaves others name, and each service's leaf
+    by the patterns (`keycloak` and `*-db` give `keycloak-db`), so a typo is matched to a leaf too."""
+    names = set(by_name)
+    names |= {d.target for s in by_name.values() for d in s.dependencies
+              if any(fnmatch.fnmatchcase(d.target, p) for p in config.leaf_patterns)}
+    names |= {p.replace("*", name) for p in config.leaf_patterns if p.count("*") == 1 and not set(p) & set("?[")
+              for name in by_name}
+    return sorted(names)
 
 
 def _cycle_error(edges: list[tuple[str, str]], by_name: Mapping[str, Service]) -> WaveBotError:

@@ -52,6 +52,19 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
         ["catalog/web.yaml:7:", "'web' depends on 'apii', which has no ServiceDefinition", "did you mean 'api'?",
          "leaf_patterns"],
     ),
+    "leaf-typo": (
+        {"catalog/web.yaml": service("web", "web-dbb")},
+        ["catalog/web.yaml:7:", "'web' depends on 'web-dbb', which has no ServiceDefinition (did you mean 'web-db'?)"],
+    ),
+    "nested-config-key": (
+        {".wave-bot.yaml": "extra_units:\n  - name: cron\n    anchor: web\n    abov: true\n"},
+        [".wave-bot.yaml:4:", "unknown key 'abov' in extra_units (did you mean 'above'?)"],
+    ),
+    "config-dir-value": (
+        {".wave-bot.yaml": "# layout\ncatalog_dir: catalogue\n"},
+        [".wave-bot.yaml:2:", "catalog_dir is 'catalogue', and there is no such directory (did you mean 'catalog'?)",
+         "hint: fix catalog_dir in .wave-bot.yaml, or create catalogue/"],
+    ),
     "cycle": (
         {"catalog/api.yaml": service("api", "worker"), "catalog/worker.yaml": service("worker", "web")},
         ["catalog/api.yaml:7:", "dependency cycle: api -> worker -> web -> api"],

@@ -224,3 +224,17 @@ def test_created_and_updated_files_are_listed(example_repo: Path, capsys: pytest
     table = markdown.split("#### Files wave-bot writes\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert table[2:] == ["| `apps/wave-3/kustomization.yaml` | create |",
                          "| `clusters/base/apps-wave-3.yaml` | create |"]
+
+
+def test_an_empty_catalog_says_so_and_where_it_looked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "catalog").mkdir()
+    code, text, _ = _run(capsys, "check", str(tmp_path))
+    assert code == 0
+    assert text.startswith("wave-bot: up to date: no ServiceDefinition in catalog/\n\n")
+    assert " ".join(text.split()[9:]).startswith("No ServiceDefinition in catalog/ (the default catalog_dir; set it in "
+                                                 ".wave-bot.yaml): wave-bot read every *.yaml")
+    assert "wave  unit" not in text  # no bare table header
+    write_files(tmp_path, {".wave-bot.yaml": "catalog_dir: services\n", "services/README.md": "x"})
+    _, markdown, _ = _run(capsys, "plan", str(tmp_path), "--format", "markdown")
+    assert "✅ **up to date**: no ServiceDefinition in services/" in markdown
+    assert "catalog\\_dir is set in \\.wave\\-bot\\.yaml" in markdown and "| wave |" not in markdown
