@@ -231,7 +231,7 @@ def test_an_empty_catalog_says_so_and_where_it_looked(tmp_path: Path, capsys: py
     code, text, _ = _run(capsys, "check", str(tmp_path))
     assert code == 0
     assert text.startswith("wave-bot: up to date: no ServiceDefinition in catalog/\n\n")
-    assert " ".join(text.split()[9:]).startswith("No ServiceDefinition in catalog/ (the default catalog_dir; set it in "
+    assert " ".join(text.split()[8:]).startswith("No ServiceDefinition in catalog/ (the default catalog_dir; set it in "
                                                  ".wave-bot.yaml): wave-bot read every *.yaml")
     assert "wave  unit" not in text  # no bare table header
     write_files(tmp_path, {".wave-bot.yaml": "catalog_dir: services\n", "services/README.md": "x"})
