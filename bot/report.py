@@ -334,10 +334,29 @@ def _writes(plan: Plan) -> list[str]:
     return out + [""]
 
 
+MOVED_STYLE = "fill:#fde68a,stroke:#b45309,stroke-width:2px"
+NEW_WAVE_STYLE = "stroke:#b45309,stroke-width:3px,stroke-dasharray:6 3"
+
+
+def _changed(plan: Plan) -> tuple[dict[str, Slot | None], set[Slot]]:
+    """The units whose files change wave (-> the wave they leave; None: new to the waves), and the
+    waves this plan creates."""
+    unit_of = {f.name: f.node for f in plan.files if f.node is not None}
+    moved: dict[str, Slot | None] = {}
+    for name, before, _ in plan.wave_moves():
+        unit = unit_of.get(name)
+        if unit is not None:
+            moved.setdefault(unit, before)
+    created = {c.path for c in plan.changes if c.action == "create"}
+    return moved, {n for n in plan.slots if plan.config.wave_cr_path(n) in created}
+
+
 def _mermaid(plan: Plan) -> list[str]:
     """Waves bottom-up, each wave's arrow from the one below; a side branch hangs off the wave its
-    own wave depends on by a dotted arrow, and no arrow leaves it: it gates nobody."""
+    own wave depends on by a dotted arrow, and no arrow leaves it: it gates nobody. Moved units and
+    new waves stand out."""
     units = _unit_files(plan)
+    moved, new_waves = _changed(plan)
     placed = [unit for n in plan.slots for unit, _ in units[n] if unit != "(unplaced)"]
     if len(placed) > MERMAID_NODE_LIMIT:  # too many to draw: draw the waves with their sizes
         placed = []
@@ -345,11 +364,12 @@ def _mermaid(plan: Plan) -> list[str]:
     lines = ["flowchart BT"]
     for n in plan.slots:
         count = len([unit for unit, _ in units[n] if unit != "(unplaced)"])
+        new = " (new)" if n in new_waves else ""
         title = f"wave {n.wave} side (non-gating)" if isinstance(n, Side) else f"wave {n}"
         node = _mermaid_id(n)
-        lines.append(f'  subgraph {node}["{title}"]' if ids else f'  {node}["{title}: {count} units"]')
+        lines.append(f'  subgraph {node}["{title}{new}"]' if ids else f'  {node}["{title}: {count} units{new}"]')
         if ids:
-            members = [f'    {ids[unit]}["{unit}"]' for unit, _ in units[n] if unit in ids]
+            members = [f'    {ids[unit]}["{unit}{_moved_note(moved, unit)}"]' for unit, _ in units[n] if unit in ids]
             lines += members or [f'    e{node.removeprefix("w")}[" "]']
             lines.append("  end")
     edges = [(ids[d], ids[name]) for name, node in plan.graph.nodes.items() if name in ids
@@ -358,7 +378,18 @@ def _mermaid(plan: Plan) -> list[str]:
         lines += [f"  {a} --> {b}" for a, b in edges]
     lines += [f"  w{n - 1} ==> w{n}" for n in plan.waves[1:]]
     lines += [f"  w{s.wave - 1} -.-> s{s.wave}" for s in plan.sides if s.wave - 1 in plan.waves]
+    marked = [ids[u] for u in moved if u in ids]
+    if marked:
+        lines += [f"  classDef moved {MOVED_STYLE}", f"  class {','.join(marked)} moved"]
+    lines += [f"  style {_mermaid_id(n)} {NEW_WAVE_STYLE}" for n in sorted(new_waves, key=order)]
     return ["<details><summary>Wave graph</summary>", "", fence("\n".join(lines), "mermaid"), "", "</details>"]
+
+
+def _moved_note(moved: dict[str, Slot | None], unit: str) -> str:
+    if unit not in moved:
+        return ""
+    before = moved[unit]
+    return " (new)" if before is None else f" (from wave {before})"
 
 
 def to_markdown(plan: Plan, context: Context = Context()) -> str:
@@ -399,9 +430,9 @@ def error_markdown(exc: WaveBotError) -> str:
     """The report when the repository cannot be read: what is wrong, where, and how to fix it."""
     where = f" in {code(exc.location())}" if exc.path else ""
     out = ["### 🌊 flux-wave-bot", "", f"🛑 **cannot compute the waves**: an input error{where}", "",
-           f"> {escape(exc.message)}"]
+           f"> {inline(exc.message)}"]
     if exc.hint:
-        out += ["", f"How to fix: {escape(exc.hint)}"]
+        out += ["", f"How to fix: {inline(exc.hint)}"]
     out += ["", "Nothing was changed. Push a fix and wave-bot runs again."]
     return "\n".join(out) + "\n"
 
