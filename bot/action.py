@@ -223,7 +223,7 @@ APPLY_HINT = (
 )
 
 
-def _report(outcome: Outcome) -> str:
+def _report(outcome: Outcome, limit: int | None = None, overflow: str = "") -> str:
     context = report.Context(
         applied=outcome.pushed is not None,
         commit=outcome.regenerated_in,
@@ -231,7 +231,7 @@ def _report(outcome: Outcome) -> str:
         apply_hint=APPLY_HINT if outcome.diff is not None else None,
         note=outcome.note,
     )
-    return report.to_markdown(outcome.plan, context)
+    return report.to_markdown(outcome.plan, context, limit, overflow)
 
 
 def _fails(plan: Plan, fail_on: str) -> list[Finding]:
@@ -250,9 +250,11 @@ def _finish(runner: Runner, outcome: Outcome) -> int:
         append_file(event.summary_path, body)
     comment_url = ""
     if runner.forge is not None and event.pull_number is not None and runner.inputs.comment:
-        note = (f"The report is too long for a comment; the whole report is in the job summary: {event.run_url}"
-                if event.run_url else "The report is too long for a comment; the whole report is in the job summary.")
-        result = runner.forge.upsert_comment(event.pull_number, MARKER, f"{MARKER}\n{body}", note)
+        note = (f"The whole report is in the job summary: {event.run_url}" if event.run_url
+                else "The whole report is in the job summary.")
+        room = runner.forge.max_comment_chars - len(MARKER) - 1 - 100  # a margin for how a forge counts
+        comment = _report(outcome, room, note) if room > 0 else body
+        result = runner.forge.upsert_comment(event.pull_number, MARKER, f"{MARKER}\n{comment}", note)
         comment_url = result.url
         log.info(f"comment {result.action}: {result.url}")
     if event.output_path:

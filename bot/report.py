@@ -392,38 +392,76 @@ def _moved_note(moved: dict[str, Slot | None], unit: str) -> str:
     return " (new)" if before is None else f" (from wave {before})"
 
 
-def to_markdown(plan: Plan, context: Context = Context()) -> str:
-    """The report: status, findings (errors first) with fixes, waves, moves, not onboarded, graph."""
-    out = ["### 🌊 flux-wave-bot", "", status(plan, context)]
+def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = None, overflow: str = "") -> str:
+    """The report: status, findings (errors first) with fixes, waves, moves, writes, not onboarded, graph.
+
+    With `limit` (a forge's comment size), the parts are kept in that order of importance while they
+    fit: finding groups one by one (errors first), then each later section whole; what is left out
+    is counted in a closing line that ends with `overflow` (where the full report is).
+    """
+    head = ["### 🌊 flux-wave-bot", "", status(plan, context)]
     if context.note:
-        out += ["", context.note]
-    findings = _reported(plan)
-    if findings:
-        out += ["", "#### Findings", ""]
-        for group in group_findings(findings):
-            out += _md_group(group)
+        head += ["", context.note]
+    records = group_findings(_reported(plan))
+    groups = [_md_group(g) for g in records]
+    sections: list[tuple[str, list[str]]] = []
     if context.diff is not None:
-        out += ["", "<details><summary>The regenerated layout (not pushed)</summary>", "",
+        diff = ["", "<details><summary>The regenerated layout (not pushed)</summary>", "",
                 fence(context.diff, "diff"), "", "</details>"]
-        if context.apply_hint:
-            out += ["", context.apply_hint]
-    out += ["", "#### Waves", "", *(_wave_table(plan) if plan.graph.nodes or plan.waves else
-                                     [escape(_empty_catalog(plan))]), ""]
-    out += _moves(plan)
-    out += _writes(plan)
+        sections.append(("the regenerated layout", diff + (["", context.apply_hint] if context.apply_hint else [])))
+    sections.append(("the waves", ["", "#### Waves", "", *(_wave_table(plan) if plan.graph.nodes or plan.waves else
+                                                            [escape(_empty_catalog(plan))]), ""]))
+    sections += [(title, part) for title, part in (("the moves", _moves(plan)), ("the files written", _writes(plan)))
+                 if part]
     gating = _gating(plan)
     if gating:
-        out += [f"#### {GATING_TITLE}", "", "<details><summary>Units that wait for others they do not need "
+        gate = [f"#### {GATING_TITLE}", "", "<details><summary>Units that wait for others they do not need "
                 f"({len(gating)} wave {'boundary' if len(gating) == 1 else 'boundaries'})</summary>", ""]
-        for f in gating:
-            out += _md_group(single(f))
-        out += ["", "</details>", ""]
+        gate += [line for f in gating for line in _md_group(single(f))]
+        sections.append(("the gating notes", [*gate, "", "</details>", ""]))
     pending = [f"{code(n)} (wave {plan.graph.nodes[n].wave})" for n in plan.not_onboarded()]
     if pending:
-        out += ["#### Computed, not onboarded", "", ", ".join(pending), ""]
+        sections.append(("the services not onboarded", ["#### Computed, not onboarded", "", ", ".join(pending), ""]))
     if plan.waves:
-        out += _mermaid(plan)
-    return "\n".join(out).rstrip() + "\n"
+        sections.append(("the wave graph", _mermaid(plan)))
+    findings_head = ["", "#### Findings", ""] if groups else []
+    full = _join([*head, *findings_head, *(line for part in [*groups, *(p for _, p in sections)] for line in part)])
+    if limit is None or len(full) <= limit:
+        return full
+    return _fit([*head, *findings_head], list(zip(groups, records, strict=True)), sections, limit, overflow)
+
+
+def _join(lines: list[str]) -> str:
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _fit(head: list[str], groups: list[tuple[list[str], Group]], sections: list[tuple[str, list[str]]],
+         limit: int, overflow: str) -> str:
+    """The most important parts of the report that fit in `limit` characters, and what was left out."""
+    budget = limit - 400 - len(overflow)  # room for the closing line
+    out = list(head)
+    size = len(_join(out))
+    left_out: list[Group] = []
+    for lines, group in groups:
+        cost = len("\n".join(lines)) + 1
+        if left_out or size + cost > budget:  # keep the order: no less important group jumps the queue
+            left_out.append(group)
+        else:
+            out += lines
+            size += cost
+    dropped = []
+    for title, part in sections:
+        cost = len("\n".join(part)) + 1
+        if size + cost > budget:
+            dropped.append(title)
+        else:
+            out += part
+            size += cost
+    counts = {s: sum(f.severity == s for g in left_out for f in g.findings) for s in ("error", "warning", "info")}
+    findings = ", ".join(_plural(n, "more " + ("info note" if s == "info" else s)) for s, n in counts.items() if n)
+    sections_left = ", ".join(dropped[:-1]) + " and " + dropped[-1] if len(dropped) > 1 else "".join(dropped)
+    note = f"✂️ This comment is cut to fit. Not shown: {'; '.join(p for p in (findings, sections_left) if p)}."
+    return _join([*out, "", f"{note} {overflow}".rstrip()])
 
 
 def error_markdown(exc: WaveBotError) -> str:

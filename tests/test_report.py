@@ -4,16 +4,18 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot import report
 from bot.cli import main
 from bot.config import Config, load_config
+from bot.git import GitTree
 from bot.plan import make_plan
 from bot.worktree import FsTree
 
-from conftest import deployment, git, service, write_files
+from conftest import deployment, git, pvc, service, write_files
 
 HOSTILE_NAMES = [
     "<img src=x onerror=alert(1)>.yaml",
@@ -75,7 +77,7 @@ def test_markdown_is_deterministic_and_has_every_section(tmp_path: Path) -> None
     assert "| `web.yaml` | new | wave 2 |" in first
     assert "#### Computed, not onboarded" in first and "`api-db` (wave 0)" in first
     mermaid = first.split("```mermaid", 1)[1].split("```", 1)[0]
-    assert '["end"]' in mermaid and "\n    end\n" not in mermaid.replace("  end\n", "")
+    assert '["end (new)"]' in mermaid and "\n    end\n" not in mermaid.replace("  end\n", "")
     assert "w0 ==> w1" in mermaid and "w1 ==> w2" in mermaid
 
 
@@ -123,7 +125,7 @@ def test_a_large_repository_gets_a_report_of_bounded_size(tmp_path: Path) -> Non
     assert "… and 140 more" in text  # 200 units in each wave, 60 named
     assert "… and 200 more |" in text  # 400 moves, 200 rows
     mermaid = text.split("```mermaid", 1)[1]
-    assert 'w0["wave 0: 200 units"]' in mermaid and "-->" not in mermaid and "w0 ==> w1" in mermaid
+    assert 'w0["wave 0: 200 units (new)"]' in mermaid and "-->" not in mermaid and "w0 ==> w1" in mermaid
 
 
 # ---- what a person sees for one PR: plex.yaml moves from wave 0 to wave 2 -------------------------
@@ -238,3 +240,43 @@ def test_an_empty_catalog_says_so_and_where_it_looked(tmp_path: Path, capsys: py
     _, markdown, _ = _run(capsys, "plan", str(tmp_path), "--format", "markdown")
     assert "✅ **up to date**: no ServiceDefinition in services/" in markdown
     assert "catalog\\_dir is set in \\.wave\\-bot\\.yaml" in markdown and "| wave |" not in markdown
+
+
+def test_a_500_service_pr_fits_one_github_comment_most_important_first(make_repo: Any) -> None:
+    """Every second service gains a dependency and moves to wave 1: half of them lose a PVC (errors),
+    the others restart (warnings). The comment keeps the errors, says what it left out, and points at
+    the job summary, which has everything."""
+    files: dict[str, str | bytes] = {
+        "clusters/base/kustomization.yaml": "resources:\n  - apps-wave-0.yaml\n",
+    }
+    for i in range(500):
+        name = f"s{i:03d}"
+        files[f"catalog/{name}.yaml"] = service(name)
+        files[f"apps/{name}.yaml"] = deployment(name) + ("---\n" + pvc(f"{name}-data", name) if i % 4 == 1 else "")
+    repo = make_repo(files, name="big")
+    assert main(["apply", str(repo)]) == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "layout")
+    git(repo, "checkout", "-q", "-b", "pr")
+    write_files(repo, {f"catalog/s{i:03d}.yaml": service(f"s{i:03d}", f"s{i - 1:03d}") for i in range(1, 500, 2)})
+    tree = FsTree(str(repo))
+    plan = make_plan(tree, Config(), base=GitTree(str(repo), "main"))
+    pointer = "The whole report is in the job summary: https://github.com/acme/gitops/actions/runs/1"
+    marker = "<!-- flux-wave-bot:report -->"
+    comment = report.to_markdown(plan, report.Context(), limit=65_536 - len(marker) - 101, overflow=pointer)
+    summary = report.to_markdown(plan)
+
+    assert len(f"{marker}\n{comment}") <= 65_536 < len(summary)
+    # The status counts everything: 125 PVCs and the missing base entry of the new wave 1; a Deployment
+    # and a Service per moved file, and the new wave.
+    assert comment.splitlines()[2] == ("🛑 **needs attention**: 126 errors, 501 warnings; 250 files to move, "
+                                       "2 to create, 1 to update")
+    shown = re.findall(r"^- (?:🛑|⚠️) \*\*(error|warning)\*\* `later-wave-move`", comment, flags=re.M)
+    assert len(shown) > 20 and set(shown) == {"error"}  # data loss first; the restarts are what is cut
+    cut = comment.rstrip().splitlines()[-1]
+    assert cut == (f"✂️ This comment is cut to fit. Not shown: {126 - len(shown)} more errors, "
+                   f"{501 - 2 * len(shown)} more warnings; the waves, the moves and the wave graph. {pointer}")
+    assert summary.count("`later-wave-move`") == 250 and "✂️" not in summary
+    from test_markdown import assert_renders_as_intended
+
+    assert_renders_as_intended(comment)
