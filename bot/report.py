@@ -206,13 +206,17 @@ def error_json(exc: WaveBotError) -> str:
 
 # ---- markdown -----------------------------------------------------------------------------------
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>&])")
+# Punctuation that means something anywhere in a line; what only means something at a line's start
+# (lists, headings, quotes) is escaped there alone, so the comment's source stays readable.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~<>&])")
+_LINE_START = re.compile(r"^([-+#>=!]|\d+[.)])")
 
 
 def escape(text: str) -> str:
     """Repository text as inert markdown: punctuation escaped, no HTML, no @-mentions, one line."""
     text = " ".join(text.split())
     text = _MD_SPECIAL.sub(lambda m: {"<": "&lt;", ">": "&gt;", "&": "&amp;"}.get(m.group(1), "\\" + m.group(1)), text)
+    text = _LINE_START.sub(lambda m: m.group(1)[:-1] + "\\" + m.group(1)[-1], text)
     return text.replace("@", "@\u200b")  # a zero-width space after @ stops mentions and team pings
 
 

@@ -168,7 +168,7 @@ def test_a_moved_file_is_one_finding_with_its_objects_inside(
     _, markdown, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--format", "markdown")
     assert markdown.count("`later-wave-move`") == 1 and markdown.count("Safe procedure") == 1
     assert markdown.count("How to fix") == 1
-    assert "\n  - 🛑 `Namespace plex`: the namespace is deleted and everything in it with it\\.\n" in markdown
+    assert "\n  - 🛑 `Namespace plex`: the namespace is deleted and everything in it with it.\n" in markdown
 
     _, raw, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--format", "json")
     out = json.loads(raw)
@@ -239,7 +239,7 @@ def test_an_empty_catalog_says_so_and_where_it_looked(tmp_path: Path, capsys: py
     write_files(tmp_path, {".wave-bot.yaml": "catalog_dir: services\n", "services/README.md": "x"})
     _, markdown, _ = _run(capsys, "plan", str(tmp_path), "--format", "markdown")
     assert "✅ **up to date**: no ServiceDefinition in services/" in markdown
-    assert "catalog\\_dir is set in \\.wave\\-bot\\.yaml" in markdown and "| wave |" not in markdown
+    assert "catalog\\_dir is set in .wave-bot.yaml" in markdown and "| wave |" not in markdown
 
 
 def test_a_500_service_pr_fits_one_github_comment_most_important_first(make_repo: Any) -> None:
