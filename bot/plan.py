@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ from bot.errors import WaveBotError
 from bot.inventory import Inventory, ParseCache, read_flux_kustomizations, read_inventory
 from bot.kustomizations import Builds
 from bot.model import Change, Finding
+from bot.naming import file_stem, is_dns_label
 from bot.ownership import ownership
 from bot.placement import KUSTOMIZATION, AppFile, existing_slots, existing_waves, place_files
 from bot.side import Side, Slot, order
@@ -328,6 +330,23 @@ def _writes(tree: Tree, generated: Mapping[str, bytes]) -> list[Change]:
     return changes
 
 
+def _unplaced_fix(file: AppFile, graph: WaveGraph, config: Config) -> tuple[str, str | None]:
+    """How to place the file (the message's last sentence) and, when its name can be a node's, the
+    ServiceDefinition that places it, ready to paste."""
+    stem = file_stem(file.name) if not file.is_dir else file.name
+    suffixes = [s for s in config.file_suffixes if s and stem.endswith(s)]
+    name = stem[: -len(suffixes[0])] if suffixes else stem
+    nodes = difflib.get_close_matches(name, list(graph.nodes), n=1) or ["<node>"]
+    renames = ", ".join(f"{nodes[0]}{suffix}.yaml" for suffix in config.file_suffixes)
+    others = (f"rename it after the node it belongs to ({renames}), or list it in an extra unit's files: in "
+              f"{config.source}")
+    if not is_dns_label(name):
+        return f"To place it, {others}", None
+    return (f"To place it, add the ServiceDefinition {config.catalog_dir}/{name}.yaml below, {others}",
+            f"# create {config.catalog_dir}/{name}.yaml:\n# (apiVersion as in your other catalog files)\n"
+            f"kind: ServiceDefinition\nmetadata:\n  name: {name}\nspec:\n  dependencies: []\n")
+
+
 def _placement_findings(files: list[AppFile], graph: WaveGraph, config: Config) -> list[Finding]:
     findings = []
     for file in files:
@@ -335,14 +354,14 @@ def _placement_findings(files: list[AppFile], graph: WaveGraph, config: Config) 
             continue
         where = f"stays in wave {file.wave}" if file.wave is not None else f"stays directly in {config.apps_dir}/"
         what = "directory" if file.is_dir else "file"
+        how, fix = _unplaced_fix(file, graph, config)
         findings.append(Finding(
             code="unplaced-file",
             severity="error",
-            message=f"{file.path}: no catalog node owns this {what}, so wave-bot cannot place it; it {where}",
+            message=f"{file.path}: no catalog node owns this {what}, so wave-bot cannot place it; it {where}. {how}",
             path=file.path,
             wave=file.wave,
-            fix=(f"add {config.catalog_dir}/<service>.yaml for it, rename it to <service>"
-                 f"{{{','.join(config.file_suffixes)}}}.yaml, or list it in an extra unit's files: in .wave-bot.yaml"),
+            fix=fix,
         ))
     placed = {f.node for f in files}
     for name, node in graph.nodes.items():

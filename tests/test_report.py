@@ -110,7 +110,7 @@ def test_text_report_lists_changes_and_findings(tmp_path: Path, capsys: pytest.C
     assert "  move    apps/web.yaml -> apps/wave-0/web.yaml" in text
     assert "  error   unplaced-file: apps/wave-0/x.yaml: no catalog node owns this file" in text
     # The fix, which names the files that would place it, is printed under the finding.
-    assert "          fix:\n            add catalog/<service>.yaml for it" in text
+    assert "          fix:\n            # create catalog/x.yaml:\n" in text
 
 
 def test_a_large_repository_gets_a_report_of_bounded_size(tmp_path: Path) -> None:
