@@ -18,8 +18,7 @@ from mdit_py_plugins.tasklists import tasklists_plugin
 from test_report import HOSTILE_NAMES
 
 from bot import report
-from bot.cli import load_config
-from bot.config import Config
+from bot.config import Config, load_config
 from bot.errors import WaveBotError
 from bot.git import GitTree
 from bot.plan import make_plan

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from bot import report
-from bot.cli import load_config
-from bot.config import Config
+from bot.config import Config, load_config
 from bot.git import GitTree
 from bot.plan import make_plan
 from bot.worktree import FsTree
