@@ -266,8 +266,10 @@ def inline(text: str) -> str:
     return "".join(out) + escape(text[at:])
 
 
-def _md_fix(fix: str, indent: str) -> list[str]:
-    out = ["", f"{indent}<details><summary>How to fix</summary>", ""]
+def _md_fix(fix: str, indent: str, severity: str) -> list[str]:
+    # An info's "fix" is what to run or check next, not a repair.
+    summary = "What to run" if severity == "info" else "How to fix"
+    out = ["", f"{indent}<details><summary>{summary}</summary>", ""]
     out += [indent + row if row else "" for row in fence(fix, "yaml" if ":" in fix else "").splitlines()]
     return out + ["", f"{indent}</details>"]
 
@@ -285,11 +287,11 @@ def _md_group(group: Group) -> list[str]:
         text = inline(item.text)
         out.append(f"  - {SEVERITY_ICON[item.finding.severity]} {label}: {text}")
         if item.fix:
-            out += _md_fix(item.fix, "    ")
+            out += _md_fix(item.fix, "    ", item.finding.severity)
     if group.tail:
         out += ["", f"  {inline(group.tail)}"]
     if group.fix:
-        out += _md_fix(group.fix, "  ")
+        out += _md_fix(group.fix, "  ", group.severity)
     return out
 
 

@@ -334,7 +334,7 @@ def test_an_input_error_is_explained_in_the_comment(scenario: Scenario) -> None:
         scenario.run(scenario.env(scenario.checkout()))
     assert exc.value.exit_code == 2
     (body,) = scenario.server.bodies()
-    assert "cannot compute the waves" in body and "dependency cycle: seerr \\-&gt; sonarr \\-&gt; seerr" in body
+    assert "cannot compute the waves" in body and "dependency cycle: seerr -&gt; sonarr -&gt; seerr" in body
     assert "`catalog/seerr.yaml:" in body
     assert git(scenario.origin, "rev-parse", BRANCH).strip() == scenario.head_sha
 

@@ -87,7 +87,7 @@ def test_the_readme_pre_commit_config_runs_the_hook_from_the_release_tag(tmp_pat
     failed = subprocess.run(pre_commit, cwd=consumer, env=env, capture_output=True, text=True)
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "move    apps/radarr.yaml -> apps/wave-1/radarr.yaml" in failed.stdout
-    assert "the wave layout is out of date; run `wave-bot apply`" in failed.stdout
+    assert "the wave layout is out of date: run `wave-bot apply`" in failed.stdout
 
 
 # ---- the release workflow and the image it pins ----------------------------------------------------------
