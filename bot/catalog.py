@@ -53,9 +53,9 @@ class Service:
 def missing_dir(tree: Tree, config: Config, key: str, value: str, what: str) -> WaveBotError:
     """The error for a configured directory that is not there: the config's line when it sets it."""
     path, line = config.where(key)
-    parent, _, name = value.rpartition("/")
-    siblings = [e.name for e in tree.entries(parent) if e.kind == "dir"]
-    guess = did_you_mean(name, siblings)
+    parent = value.rpartition("/")[0]
+    siblings = [f"{parent}/{e.name}" if parent else e.name for e in tree.entries(parent) if e.kind == "dir"]
+    guess = did_you_mean(value, siblings)
     if path is not None:
         return WaveBotError(f"{key} is '{value}', and there is no such directory{guess}", path=path, line=line,
                             hint=f"fix {key} in {path}, or create {value}/")

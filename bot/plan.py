@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored
-from bot.catalog import load_catalog
+from bot.catalog import load_catalog, missing_dir
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.inventory import Inventory, ParseCache, read_flux_kustomizations, read_inventory
@@ -113,6 +113,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     """
     # The layout: waves from the catalog, each app file's wave, the generated files.
     graph = compute_waves(load_catalog(tree, config), config)
+    _check_configured_dirs(tree, config)
     files = place_files(tree, graph, config)
     slots = {f.target_wave for f in files if f.target_wave is not None}
     targets = {n for n in slots if not isinstance(n, Side)}
@@ -328,6 +329,14 @@ def _writes(tree: Tree, generated: Mapping[str, bytes]) -> list[Change]:
         elif tree.read(path) != content:
             changes.append(Change("update", path, content=content))
     return changes
+
+
+def _check_configured_dirs(tree: Tree, config: Config) -> None:
+    """A directory the config names must exist: a typo there would otherwise create a second layout."""
+    for key in ("apps_dir", "base_dir"):
+        value = getattr(config, key)
+        if config.where(key)[0] is not None and tree.kind(value) != "dir":
+            raise missing_dir(tree, config, key, value, key.replace("_dir", " directory"))
 
 
 def _unplaced_fix(file: AppFile, graph: WaveGraph, config: Config) -> tuple[str, str | None]:

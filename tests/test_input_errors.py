@@ -65,6 +65,10 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
         [".wave-bot.yaml:2:", "catalog_dir is 'catalogue', and there is no such directory (did you mean 'catalog'?)",
          "hint: fix catalog_dir in .wave-bot.yaml, or create catalogue/"],
     ),
+    "config-base-dir-value": (
+        {".wave-bot.yaml": "base_dir: clusters/bse\n", "clusters/base/kustomization.yaml": "resources: []\n"},
+        [".wave-bot.yaml:1:", "base_dir is 'clusters/bse', and there is no such directory (did you mean 'clusters/base'?)"],
+    ),
     "cycle": (
         {"catalog/api.yaml": service("api", "worker"), "catalog/worker.yaml": service("worker", "web")},
         ["catalog/api.yaml:7:", "dependency cycle: api -> worker -> web -> api"],
