@@ -67,7 +67,8 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
     ),
     "config-base-dir-value": (
         {".wave-bot.yaml": "base_dir: clusters/bse\n", "clusters/base/kustomization.yaml": "resources: []\n"},
-        [".wave-bot.yaml:1:", "base_dir is 'clusters/bse', and there is no such directory (did you mean 'clusters/base'?)"],
+        [".wave-bot.yaml:1:",
+         "base_dir is 'clusters/bse', and there is no such directory (did you mean 'clusters/base'?)"],
     ),
     "cycle": (
         {"catalog/api.yaml": service("api", "worker"), "catalog/worker.yaml": service("worker", "web")},
