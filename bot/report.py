@@ -267,8 +267,8 @@ def inline(text: str) -> str:
 
 
 def _md_fix(fix: str, indent: str, severity: str) -> list[str]:
-    # An info's "fix" is what to run or check next, not a repair.
-    summary = "What to run" if severity == "info" else "How to fix"
+    # An info's "fix" is a next step or a suggestion (commands, a config snippet), not a repair.
+    summary = "What to do" if severity == "info" else "How to fix"
     out = ["", f"{indent}<details><summary>{summary}</summary>", ""]
     out += [indent + row if row else "" for row in fence(fix, "yaml" if ":" in fix else "").splitlines()]
     return out + ["", f"{indent}</details>"]

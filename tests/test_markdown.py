@@ -28,7 +28,7 @@ from conftest import deployment, git, service, write_files
 
 # What GitHub does with a comment: CommonMark, raw HTML allowed (then sanitised), GFM tables.
 RENDERER = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]).use(tasklists_plugin)
-OUR_HTML = re.compile(r"^\s*(<details><summary>[A-Za-z ()]+</summary>|</details>)\s*$")
+OUR_HTML = re.compile(r"^\s*(<details><summary>[A-Za-z0-9 ()-]+</summary>|</details>)\s*$")
 
 
 def tokens(markdown: str) -> list[Token]:
@@ -85,17 +85,17 @@ def test_the_plex_comment_has_its_structure(plex_comment: str) -> None:
     toks = assert_renders_as_intended(plex_comment)
     assert headings(plex_comment) == [("h3", "🌊 flux-wave-bot"), ("h4", "Findings"), ("h4", "Waves"),
                                       ("h4", "Moves"), ("h4", "Files wave-bot writes"),
-                                      ("h4", "Computed, not onboarded")]
+                                      ("h4", "Gating worth knowing about"), ("h4", "Computed, not onboarded")]
     spans = [t.content for t in toks if t.type == "code_inline"]
     assert spans.count("later-wave-move") == 1
     assert [s for s in spans if " plex" in s] == [
         "Namespace plex", "PersistentVolumeClaim plex/plex-data", "Service plex/plex", "apps/Deployment plex/plex"]
     fences = [(t.info, t.content) for t in toks if t.type == "fence"]
-    assert [info for info, _ in fences] == ["yaml", "mermaid"]
+    assert [info for info, _ in fences] == ["yaml", "yaml", "yaml", "mermaid"]  # the fix, 2 gating notes
     assert fences[0][1] == "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
     # The nested list of objects is a real nested list, inside the finding's list item.
     kinds = [t.type for t in RENDERER.parse(plex_comment)]
-    assert kinds.count("bullet_list_open") == 2
+    assert kinds.count("bullet_list_open") == 3  # the findings, the objects inside, the gating notes
     text = "".join(t.content for t in toks if t.type == "text")
     assert "Safe procedure: first merge a change that only adds the annotation" in text
     assert text.count("Safe procedure") == 1
@@ -137,4 +137,5 @@ def test_the_up_to_date_example_renders(example_repo: Path) -> None:
     tree = FsTree(str(example_repo))
     markdown = report.to_markdown(make_plan(tree, load_config(tree, None)))
     assert_renders_as_intended(markdown)
-    assert headings(markdown) == [("h3", "🌊 flux-wave-bot"), ("h4", "Waves"), ("h4", "Computed, not onboarded")]
+    assert headings(markdown) == [("h3", "🌊 flux-wave-bot"), ("h4", "Waves"), ("h4", "Gating worth knowing about"),
+                                  ("h4", "Computed, not onboarded")]

@@ -27,19 +27,20 @@ from conftest import deployment, git, service, write_files
 
 PARSER = Path(__file__).parent / "mermaid" / "parse.mjs"
 
-_ID = r"[we]\d+|u\d+"
+_ID = r"[wse]\d+|u\d+"
 _LABEL = r'\["[^"\n]*"\]'
 STATEMENTS = [
     re.compile(r"flowchart BT"),
-    re.compile(rf'  subgraph w\d+{_LABEL}'),
-    re.compile(rf"    (?:u|e)\d+{_LABEL}"),
+    re.compile(rf'  subgraph [ws]\d+{_LABEL}'),
+    re.compile(rf"    (?:u|e|es)\d+{_LABEL}"),
     re.compile(r"  end"),
-    re.compile(rf"  w\d+{_LABEL}"),
+    re.compile(rf"  [ws]\d+{_LABEL}"),
+    re.compile(r"  w\d+ -\.-> s\d+"),
     re.compile(rf"  (?:{_ID}) --> (?:{_ID})"),
     re.compile(rf"  (?:{_ID}) ==> (?:{_ID})"),
     re.compile(r"  classDef moved [a-z-]+:[#\w]+(?:,[a-z-]+:[#\w ]+)*"),
     re.compile(r"  class u\d+(?:,u\d+)* moved"),
-    re.compile(r"  style w\d+ [a-z-]+:[#\w]+(?:,[a-z-]+:[#\w ]+)*"),
+    re.compile(r"  style [ws]\d+ [a-z-]+:[#\w]+(?:,[a-z-]+:[#\w ]+)*"),
 ]
 
 
@@ -60,8 +61,8 @@ def check_grammar(diagram: str) -> None:
         defined |= set(re.findall(rf"\b({_ID})\[", line))
     assert depth == 0, "a subgraph is left open"
     for line in diagram.splitlines():
-        if "-->" in line or "==>" in line or line.startswith(("  class ", "  style ")):
-            used = re.findall(r"\b(?:[uwe]\d+)\b", line.split(" moved")[0] if "class " in line else line)
+        if "-->" in line or "==>" in line or "-.->" in line or line.startswith(("  class ", "  style ")):
+            used = re.findall(r"\b(?:[uwse]\d+)\b", line.split(" moved")[0] if "class " in line else line)
             assert set(used) <= defined, line
 
 
@@ -85,8 +86,11 @@ def _diagrams(repo: Path, tmp_path: Path) -> list[str]:
     write_files(small, {"catalog/end.yaml": service("end"), "catalog/graph.yaml": service("graph", "end"),
                         "catalog/subgraph.yaml": service("subgraph", "graph"),
                         "apps/end.yaml": deployment("end"), "apps/graph.yaml": deployment("graph"),
-                        "apps/subgraph.yaml": deployment("subgraph")})
-    out += mermaid_blocks(report.to_markdown(make_plan(FsTree(str(small)), Config())))
+                        "apps/subgraph.yaml": deployment("subgraph"),
+                        ".wave-bot.yaml": "non_gating:\n  - subgraph\n"})  # a side branch, drawn dotted
+    small_tree = FsTree(str(small))
+    out += mermaid_blocks(report.to_markdown(make_plan(small_tree, load_config(small_tree))))
+    assert "  w1 -.-> s2" in out[-1]
     big = tmp_path / "big"
     files: dict[str, str | bytes] = {}
     for i in range(report.MERMAID_NODE_LIMIT + 10):

@@ -275,7 +275,8 @@ def test_a_500_service_pr_fits_one_github_comment_most_important_first(make_repo
     assert len(shown) > 20 and set(shown) == {"error"}  # data loss first; the restarts are what is cut
     cut = comment.rstrip().splitlines()[-1]
     assert cut == (f"✂️ This comment is cut to fit. Not shown: {126 - len(shown)} more errors, "
-                   f"{501 - 2 * len(shown)} more warnings; the waves, the moves and the wave graph. {pointer}")
+                   f"{501 - 2 * len(shown)} more warnings; the waves, the moves, the gating notes and the wave "
+                   f"graph. {pointer}")
     assert summary.count("`later-wave-move`") == 250 and "✂️" not in summary
     from test_markdown import assert_renders_as_intended
 
