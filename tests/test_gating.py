@@ -95,7 +95,7 @@ def test_reports_give_it_a_section_of_its_own(example_repo: Path, capsys: pytest
     assert main(["plan", str(example_repo)]) == 0
     text = capsys.readouterr().out
     assert "\nGating worth knowing about:\n  apps-wave-1 waits until all 7 units of wave 0" in text
-    assert text.endswith("The wave layout is up to date.\n")
+    assert text.endswith("No file to move, create, update or delete: the wave layout matches the catalog.\n")
     assert main(["plan", "--format", "json", str(example_repo)]) == 0
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert sorted(f["wave"] for f in findings if f["code"] == "chain-gating") == [1, 2]

@@ -367,9 +367,9 @@ def test_the_report_draws_the_side_branch_hanging_off_the_wave_below_gating_noth
     out = capsys.readouterr().out
     assert "| 1-side | `gitea-actions` | `gitea-actions.yaml`, `gitea-actions-runner-secret.sops.yaml` |" in out
     mermaid = out.split("```mermaid", 1)[1].split("```", 1)[0]
-    assert 'subgraph s1["wave 1 side (non-gating)"]' in mermaid
+    assert 'subgraph s1["wave 1 side (non-gating) (new)"]' in mermaid  # created by this plan: highlighted
     side_block = mermaid.split('subgraph s1', 1)[1].split("end", 1)[0]
-    assert '["gitea-actions"]' in side_block
+    assert '["gitea-actions (from wave 1)"]' in side_block  # the moved unit is marked
     arrows = [line.strip() for line in mermaid.splitlines() if "->" in line or "==>" in line]
     assert "w0 -.-> s1" in arrows and "w0 ==> w1" in arrows and "w1 ==> w2" in arrows
     assert not [a for a in arrows if a.startswith("s1 ")]  # nothing hangs off a side branch
