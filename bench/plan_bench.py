@@ -171,10 +171,19 @@ def parse_pyyaml(paths: list[Path]) -> None:
             pass
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of the children it has waited for (git, mostly)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+CLOCK: Callable[[], float] = cpu_seconds
+
+
 def timed(func: Callable[[], object]) -> float:
-    start = time.perf_counter()
+    start = CLOCK()
     func()
-    return time.perf_counter() - start
+    return CLOCK() - start
 
 
 def best_of(repeat: int, func: Callable[[], object]) -> float:
@@ -236,10 +245,9 @@ def measure(count: int, repeat: int, idle_mib: float) -> Figures:
         root = Path(tmp) / "repo"
         layout(root, count)
         # The cutover: every app file moves. Destructive, so timed once.
-        start = time.perf_counter()
-        code = quiet_cli("apply", str(root))
-        apply = time.perf_counter() - start
-        assert code == 0, f"apply exited {code}"
+        codes = []
+        apply = timed(lambda: codes.append(quiet_cli("apply", str(root))))
+        assert codes == [0], f"apply exited {codes}"
         run_git(root, "add", "--all")
         status = run_git(root, "diff", "--cached", "--find-renames", "--name-status", "-z").split("\0")
         renames = sum(1 for field in status if field.startswith("R100"))
@@ -315,7 +323,13 @@ SERVICE_NEW = ("apiVersion: catalog.example.dev/v1alpha1\nkind: ServiceDefinitio
 def help_startup(repeat: int) -> float:
     exe = Path(sys.executable).with_name("wave-bot")
     cmd = [str(exe), "--help"] if exe.exists() else [sys.executable, "-m", "bot", "--help"]
-    return best_of(repeat, lambda: subprocess.run(cmd, check=True, capture_output=True))
+    start = time.perf_counter  # a process start is judged by the clock on the wall
+    times = []
+    for _ in range(repeat):
+        begin = start()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(start() - begin)
+    return min(times)
 
 
 def verdict(ok: bool) -> str:
@@ -328,11 +342,18 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (200,800) and one run each, to iterate")
     parser.add_argument("--repeat", type=int, default=2, help="runs per plan/parse figure (the best is kept)")
     parser.add_argument("--no-api", action="store_true", help="skip counting the bot's API requests")
+    parser.add_argument("--wall", action="store_true",
+                        help="time by the wall clock (default: CPU seconds of the process and its git children, "
+                        "which other load on a shared machine does not inflate)")
     args = parser.parse_args()
+    global CLOCK
+    if args.wall:
+        CLOCK = time.perf_counter
     sizes = [200, 800] if args.quick else [int(s) for s in args.sizes.split(",")]
     repeat = 1 if args.quick else args.repeat
     idle = idle_plan_mib()
 
+    print(f"times: {'wall-clock' if args.wall else 'CPU'} seconds, best of {repeat} (apply: one run)")
     print(f"{'services':>8} {'files':>6} {'apply s':>8} {'plan s':>7} {'base s':>7} {'pyyaml s':>8} "
           f"{'ruamel s':>8} {'apply/plan':>10} {'base/plan':>9} {'plan/pyyaml':>11} {'plan/ruamel':>11} "
           f"{'peak MiB':>8} {'KiB/svc':>7} {'renames':>7}", flush=True)

@@ -117,7 +117,6 @@ class _Object:
     mode: int
     type: str  # blob, tree, commit (a submodule)
     oid: str
-    size: int
 
 
 class GitTree:
@@ -144,7 +143,7 @@ class GitTree:
         self._objects: dict[str, _Object] = {}
         self._children: dict[str, list[Entry]] = {"": []}
         treeish = f"{self.rev}:{prefix.rstrip('/')}" if prefix else self.rev
-        listed = _run(self._top, ["ls-tree", "-r", "-t", "-l", "-z", treeish], env)
+        listed = _run(self._top, ["ls-tree", "-r", "-t", "-z", treeish], env)
         if listed.returncode == 0:  # else `root` did not exist at `rev`: an empty tree
             self._index(listed.stdout)
         self._batch: subprocess.Popen[bytes] | None = None
@@ -154,9 +153,9 @@ class GitTree:
             if not record:
                 continue
             meta, _, raw = record.partition(b"\t")
-            mode, kind, oid, size = meta.split()
+            mode, kind, oid = meta.split()
             path = os.fsdecode(raw)
-            obj = _Object(int(mode, 8), kind.decode(), oid.decode(), int(size) if size != b"-" else 0)
+            obj = _Object(int(mode, 8), kind.decode(), oid.decode())
             self._objects[path] = obj
             parent, _, name = path.rpartition("/")
             self._children.setdefault(parent, []).append(Entry(name, self._kind(obj)))
@@ -181,6 +180,14 @@ class GitTree:
         if directory and self.kind(directory) != "dir":
             return []
         return sorted(self._children.get(directory, []))
+
+    def blob_id(self, path: str) -> str | None:
+        """The SHA-1 blob id `path` has at this revision (what `tree.blob_id` computes from bytes);
+        None for anything but a regular file, and in a SHA-256 repository."""
+        obj = self._objects.get(path)
+        if obj is None or obj.type != "blob" or obj.mode == LINK_MODE or len(obj.oid) != 40:
+            return None
+        return obj.oid
 
     def read(self, path: str) -> bytes:
         obj = self._objects.get(path)

@@ -40,7 +40,7 @@ from bot.placement import KUSTOMIZATION
 from bot.render import FLUX_GROUP
 from bot.resid import ResourceId
 from bot.side import Slot
-from bot.tree import Tree, refuse_link
+from bot.tree import Tree, blob_id, known_blob_id, refuse_link
 
 PRUNE_KEY = f"{FLUX_GROUP}/prune"
 PRUNE_DISABLED = "disabled"
@@ -92,6 +92,10 @@ class Resource:
     """Line of the document's `apiVersion` (of the item, for a List)."""
     prune_disabled: bool = False
     """Carries `kustomize.toolkit.fluxcd.io/prune: disabled`, so Flux never garbage-collects it."""
+
+
+def _resource_order(r: Resource) -> tuple[str, str, str, str, int, str, int, bool]:
+    return (r.id.group, r.id.kind, r.id.namespace, r.id.name, r.wave, r.path, r.line, r.prune_disabled)
 
 
 @dataclass(frozen=True, order=True)
@@ -184,7 +188,8 @@ class Inventory:
 
     @cached_property
     def resources(self) -> tuple[Resource, ...]:
-        return tuple(sorted(r for f in self.files for r in f.resources))
+        # The dataclass order, by a key: comparing frozen dataclasses builds two tuples per comparison.
+        return tuple(sorted((r for f in self.files for r in f.resources), key=_resource_order))
 
     @cached_property
     def by_id(self) -> dict[ResourceId, tuple[Resource, ...]]:
@@ -253,19 +258,31 @@ class ParsedFile:
 
 
 class ParseCache:
-    """Parsed files keyed by their bytes: a file unchanged between two trees is parsed once.
+    """Parsed files keyed by git's blob id of their bytes: a file unchanged between two trees is
+    parsed once, and (`parse_at`) not even read again from a git revision that lists the same id.
 
     Share one cache between the base tree's inventory and the current tree's.
     """
 
     def __init__(self) -> None:
-        self._parsed: dict[bytes, ParsedFile] = {}
+        self._parsed: dict[str, ParsedFile] = {}
         self.parses = 0
         """How many times bytes were actually parsed (the rest were cache hits)."""
 
     def parse(self, data: bytes, path: str) -> ParsedFile:
         """The objects in `data`; WaveBotError (naming `path`) when it is not YAML wave-bot accepts."""
-        parsed = self._parsed.get(data)
+        return self._parse(blob_id(data), data, path)
+
+    def parse_at(self, tree: Tree, path: str) -> ParsedFile:
+        """The objects in the file at `path`, read only when no parse of the same blob is at hand."""
+        known = known_blob_id(tree, path)
+        if known is not None and known in self._parsed:
+            return self._parsed[known]
+        data = tree.read(path)
+        return self._parse(known or blob_id(data), data, path)
+
+    def _parse(self, key: str, data: bytes, path: str) -> ParsedFile:
+        parsed = self._parsed.get(key)
         if parsed is None:
             self.parses += 1
             docs = yamlio.scan(data, path, capture=_capture)
@@ -273,7 +290,7 @@ class ParseCache:
                 objects=tuple(obj for doc in docs if not doc.empty for obj in _objects(doc)),
                 sops_key=any(("sops",) in doc.lines for doc in docs if doc.is_mapping),
             )
-            self._parsed[data] = parsed
+            self._parsed[key] = parsed
         return parsed
 
 
@@ -346,7 +363,7 @@ class _Reader:
 
     def parse(self, path: str, wave: Slot | None) -> ParsedFile | None:
         try:
-            return self.cache.parse(self.tree.read(path), path)
+            return self.cache.parse_at(self.tree, path)
         except WaveBotError as exc:
             self.problem(path, exc.line, exc.message, wave, exc.hint)
             return None

@@ -6,6 +6,7 @@ is how the checks look at the layout as it will be after `apply`.
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -33,6 +34,19 @@ class Tree(Protocol):
 
     def kind(self, path: str) -> Kind | None:
         """What `path` is, without following links; None when it does not exist."""
+
+
+def blob_id(data: bytes) -> str:
+    """git's id of a blob holding `data` in a SHA-1 repository (`git hash-object`, without running git)."""
+    digest = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def known_blob_id(tree: Tree, path: str) -> str | None:
+    """`blob_id` of the file at `path` when `tree` knows it without reading (a git revision), else None."""
+    known = getattr(tree, "blob_id", None)
+    return known(path) if known is not None else None
 
 
 def refuse_link(path: str) -> WaveBotError:

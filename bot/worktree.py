@@ -26,6 +26,15 @@ def _kind_of(mode: int) -> Kind:
     return "file" if stat.S_ISREG(mode) else "other"
 
 
+def _entry_kind(entry: os.DirEntry[str]) -> Kind:
+    """The kind from the directory listing itself (d_type): no stat per entry where the filesystem says."""
+    if entry.is_symlink():
+        return "link"
+    if entry.is_dir(follow_symlinks=False):
+        return "dir"
+    return "file" if entry.is_file(follow_symlinks=False) else "other"
+
+
 class FsTree:
     """The work tree under `root`, read without ever following a symbolic link."""
 
@@ -72,7 +81,7 @@ class FsTree:
         if kind != "dir":
             return []
         with os.scandir(self._abs(directory)) as it:
-            return sorted(Entry(e.name, _kind_of(e.stat(follow_symlinks=False).st_mode)) for e in it)
+            return sorted(Entry(e.name, _entry_kind(e)) for e in it)
 
     def read(self, path: str) -> bytes:
         if not self._check_parents(path):
@@ -83,11 +92,27 @@ class FsTree:
             if exc.errno == errno.ELOOP:
                 raise refuse_link(path) from None
             raise WaveBotError(f"cannot be read: {exc.strerror}", path=path) from None
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
                 raise WaveBotError("is not a regular file", path=path)
             # One byte over the cap is enough for yamlio to report the size; never slurp a huge file.
-            return handle.read(MAX_FILE_BYTES + 1)
+            # Plain reads sized by fstat: plan reads every manifest, and a buffered file object or a
+            # cap-sized buffer per read costs more than the read itself.
+            return _read_fd(fd, min(info.st_size, MAX_FILE_BYTES) + 1, MAX_FILE_BYTES + 1)
+        finally:
+            os.close(fd)
+
+
+def _read_fd(fd: int, expected: int, cap: int) -> bytes:
+    """Up to `cap` bytes from `fd`: `expected` in one read when the size did not change meanwhile."""
+    data = os.read(fd, expected)
+    while len(data) < cap:
+        more = os.read(fd, min(cap - len(data), 1 << 16))
+        if not more:
+            break
+        data += more
+    return data
 
 
 def real_path(path: str) -> str:

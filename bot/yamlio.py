@@ -25,6 +25,7 @@ from ruamel.yaml.events import (
     ScalarEvent,
     SequenceEndEvent,
     SequenceStartEvent,
+    StreamEndEvent,
 )
 from ruamel.yaml.reader import ReaderError
 
@@ -208,9 +209,12 @@ class _Scanner:
         scalars: dict[Path, str] = {}
         root: str | None = None
         start_line = total = 0
-        while parser.check_event():
-            event = parser.get_event()
+        get_event = parser.get_event  # one call per event (not check_event and get_event): the hot loop
+        while True:
+            event = get_event()
             cls = type(event)
+            if cls is StreamEndEvent or event is None:
+                break
             if cls is ScalarEvent or cls is AliasEvent or cls is MappingStartEvent or cls is SequenceStartEvent:
                 line = event.start_mark.line + 1
                 top = stack[-1] if stack else None

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.config import load_config
 from bot.errors import WaveBotError
 from bot.git import GitTree
+from bot.inventory import ParseCache, read_inventory
+from bot.tree import blob_id
 from bot.worktree import FsTree
 from bot.yamlio import MAX_FILE_BYTES
 
@@ -96,3 +99,37 @@ def test_inherited_git_variables_do_not_redirect_the_read(
     monkeypatch.setenv("GIT_DIR", str(other / ".git"))
     monkeypatch.setenv("GIT_WORK_TREE", str(other))
     assert GitTree(str(repo), "HEAD").read("apps/wave-0/a.yaml") == b"a: 1\n"
+
+
+def test_a_base_read_after_the_head_reads_only_the_blobs_that_differ(
+    example_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `plan --base` does: the head is parsed first; the base then reuses every parse of a blob
+    both share, found by the blob id `git ls-tree` lists, without asking git for its bytes."""
+    with open(example_repo / "apps/wave-0/pihole.yaml", "a") as handle:
+        handle.write("# edited\n")
+    git(example_repo, "commit", "-qam", "edit pihole")
+    config = load_config(FsTree(str(example_repo)))
+    cache = ParseCache()
+    now = read_inventory(FsTree(str(example_repo)), config, cache)
+    read: list[str] = []
+    real = GitTree.read
+
+    def counting(self: GitTree, path: str) -> bytes:
+        read.append(path)
+        return real(self, path)
+
+    monkeypatch.setattr(GitTree, "read", counting)
+    with GitTree(str(example_repo), "HEAD~1") as base_tree:
+        base = read_inventory(base_tree, config, cache)
+    assert base.counts() == now.counts()
+    assert [p for p in read if not p.endswith("/kustomization.yaml")] == ["apps/wave-0/pihole.yaml"]
+
+
+def test_the_blob_id_from_bytes_is_the_one_git_lists(make_repo: Callable[..., Path]) -> None:
+    repo = make_repo(FILES)
+    base = GitTree(str(repo), "HEAD")
+    for path in ("apps/wave-0/a.yaml", "weird name, with spaces/ü.yaml"):
+        assert base.blob_id(path) == blob_id((repo / path).read_bytes())
+        assert base.blob_id(path) == git(repo, "rev-parse", f"HEAD:{path}").strip()
+    assert base.blob_id("apps") is None and base.blob_id("nope.yaml") is None
