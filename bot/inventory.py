@@ -94,7 +94,7 @@ class Resource:
     """Carries `kustomize.toolkit.fluxcd.io/prune: disabled`, so Flux never garbage-collects it."""
 
 
-def _resource_order(r: Resource) -> tuple[str, str, str, str, int, str, int, bool]:
+def _resource_order(r: Resource) -> tuple[str, str, str, str, Slot, str, int, bool]:
     return (r.id.group, r.id.kind, r.id.namespace, r.id.name, r.wave, r.path, r.line, r.prune_disabled)
 
 
