@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import IO, Literal
 
 from bot.errors import RUN_ERROR, WaveBotError
-from bot.tree import Entry, Kind, refuse_link
+from bot.tree import Entry, Kind, entry_name, refuse_link
 from bot.worktree import real_path
 from bot.yamlio import MAX_FILE_BYTES
 
@@ -179,7 +179,7 @@ class GitTree:
     def entries(self, directory: str) -> list[Entry]:
         if directory and self.kind(directory) != "dir":
             return []
-        return sorted(self._children.get(directory, []))
+        return sorted(self._children.get(directory, []), key=entry_name)
 
     def blob_id(self, path: str) -> str | None:
         """The SHA-1 blob id `path` has at this revision (what `tree.blob_id` computes from bytes);

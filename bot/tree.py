@@ -23,6 +23,12 @@ class Entry:
     kind: Kind
 
 
+def entry_name(entry: Entry) -> str:
+    """The sort key of a directory's entries: names are unique there, so this is the dataclass order
+    without comparing dataclasses (a directory of a large repository holds thousands)."""
+    return entry.name
+
+
 class Tree(Protocol):
     """A repository at one moment. Paths are repo-relative POSIX paths; '' is the root."""
 
@@ -99,7 +105,7 @@ class PlannedTree:
             kind = self.kind(prefix + name)
             if kind is not None:
                 found[name] = Entry(name, kind)
-        return sorted(found.values())
+        return sorted(found.values(), key=entry_name)
 
     def kind(self, path: str) -> Kind | None:
         if path in self._origin:

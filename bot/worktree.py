@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from bot.errors import RUN_ERROR, WaveBotError
 from bot.model import Change
 from bot.naming import is_safe_relpath
-from bot.tree import Entry, Kind, refuse_link, split
+from bot.tree import Entry, Kind, entry_name, refuse_link, split
 from bot.yamlio import MAX_FILE_BYTES
 
 IndexMoves = Callable[[Sequence[tuple[str, str]]], None]
@@ -81,7 +81,7 @@ class FsTree:
         if kind != "dir":
             return []
         with os.scandir(self._abs(directory)) as it:
-            return sorted(Entry(e.name, _entry_kind(e)) for e in it)
+            return sorted((Entry(e.name, _entry_kind(e)) for e in it), key=entry_name)
 
     def read(self, path: str) -> bytes:
         if not self._check_parents(path):
