@@ -1,6 +1,7 @@
 """The only module that runs git: every call through `_run`, in an environment `clean_env` builds."""
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import re
@@ -16,6 +17,8 @@ from bot.worktree import real_path
 from bot.yamlio import MAX_FILE_BYTES
 
 LINK_MODE = 0o120000
+FETCH_BATCH = 16
+"""Blobs asked of `git cat-file` in one round trip; bounds what is held ahead to 16 MiB."""
 _log = logging.getLogger(__name__)
 # What a caller may set to tune git's transport, configuration and tracing. Every other GIT_*
 # variable is dropped: GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE and the like (which git exports to the
@@ -147,6 +150,9 @@ class GitTree:
         if listed.returncode == 0:  # else `root` did not exist at `rev`: an empty tree
             self._index(listed.stdout)
         self._batch: subprocess.Popen[bytes] | None = None
+        self._fetched: dict[str, bytes] = {}  # blobs read ahead, until asked for
+        self._asked: set[str] = set()
+        self._unread: dict[str, collections.deque[str]] = {}
 
     def _index(self, listing: bytes) -> None:
         for record in listing.split(b"\0"):
@@ -195,20 +201,45 @@ class GitTree:
             raise WaveBotError(f"does not exist at {self.rev[:12]}", path=path)
         if obj.mode == LINK_MODE:
             raise refuse_link(path)
-        return self._cat(obj.oid)
+        data = self._fetched.pop(obj.oid, None)
+        if data is None:
+            self._fetch([obj.oid, *self._next_siblings(path, obj.oid)])
+            data = self._fetched.pop(obj.oid)
+        return data
 
-    def _cat(self, oid: str) -> bytes:
+    def _next_siblings(self, path: str, oid: str) -> list[str]:
+        """Up to FETCH_BATCH - 1 blobs of `path`'s directory not asked for yet, in listing order: the
+        inventory reads a wave's files one after another, so one round trip brings the next ones."""
+        directory = path.rpartition("/")[0]
+        queue = self._unread.get(directory)
+        if queue is None:
+            prefix = f"{directory}/" if directory else ""
+            queue = self._unread[directory] = collections.deque(
+                o.oid for o in (self._objects[prefix + e.name] for e in self._children.get(directory, ())
+                                if e.kind == "file"))
+        found: list[str] = []
+        while queue and len(found) < FETCH_BATCH - 1:
+            candidate = queue.popleft()
+            if candidate != oid and candidate not in self._asked:
+                found.append(candidate)
+        return found
+
+    def _fetch(self, oids: list[str]) -> None:
+        """The blobs `oids` through the one `git cat-file --batch`, asked for together, answered in turn."""
         if self._batch is None:
             self._batch = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self._top, env=clean_env(self._env),
                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             weakref.finalize(self, _end, self._batch)
         assert self._batch.stdin is not None and self._batch.stdout is not None
-        self._batch.stdin.write(f"{oid}\n".encode())
+        # A few dozen ids stay far below a pipe's buffer, so git never waits for us to read while we write.
+        self._batch.stdin.write("".join(f"{oid}\n" for oid in oids).encode())
         self._batch.stdin.flush()
-        header = self._batch.stdout.readline().split()
-        if len(header) != 3 or header[1] != b"blob":
-            raise WaveBotError(f"git cat-file could not read {oid} at {self.rev[:12]}", exit_code=RUN_ERROR)
-        return _take(self._batch.stdout, int(header[2]), MAX_FILE_BYTES + 1)
+        self._asked.update(oids)
+        for oid in oids:
+            header = self._batch.stdout.readline().split()
+            if len(header) != 3 or header[1] != b"blob":
+                raise WaveBotError(f"git cat-file could not read {oid} at {self.rev[:12]}", exit_code=RUN_ERROR)
+            self._fetched[oid] = _take(self._batch.stdout, int(header[2]), MAX_FILE_BYTES + 1)
 
     def close(self) -> None:
         if self._batch is not None:
