@@ -303,6 +303,7 @@ def api_requests(platform: str) -> tuple[list[str], list[str]]:
                 git(workspace, "checkout", "--quiet", "--detach", head)
                 seen = len(rsps.calls)
                 env = action_env(platform, pull, base, workspace, api_url=server.api, token=TOKEN)
+                env["INPUT_FAIL-ON"] = "never"  # the synthetic repo has no overlays: requests are counted, not findings
                 code, log = run_action(env)
                 assert code == 0, log
                 runs.append(server.requests()[seen:])
