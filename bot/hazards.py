@@ -112,6 +112,28 @@ def _wave_prunes(ob: Ownership, on: Ownership, config: Config, wave: Slot) -> bo
     return may_prune(ob, on, ob.wave_owner.get(wave, on.wave_owner.get(wave, config.wave_cr_name(wave))))
 
 
+def work_tree_move_findings(here: Inventory, now: Inventory, config: Config) -> list[Finding]:
+    """Without a deployed revision, the moves `apply` makes, judged as if the work tree were deployed.
+
+    A local `wave-bot apply` with no `--base` is the common first step; keeping quiet about the PVC it
+    is about to move into a later wave would be a silent "fine". Only moves are judged: removals and
+    emptied waves need the real deployed state, so they wait for `--base`.
+    """
+    owned_here, owned_now = ownership(here, config), ownership(now, config)
+    moves = move_findings(here, now, config, owned_here, owned_now)
+    if not moves:
+        return []
+    moves += namespace_findings(moves, owned_here, config)
+    return [*moves, Finding(
+        code="base-is-work-tree",
+        severity="info",
+        message="no deployed revision was given, so the work tree as it is now is taken as what Flux has "
+                "deployed: the move findings compare it with the layout after `wave-bot apply`, and removals "
+                "are not checked. Pass the deployed branch as --base (for example `--base origin/main`) to "
+                "check against what the cluster really runs",
+    )]
+
+
 # ---- prune values Flux cannot read ----------------------------------------------------------------
 
 

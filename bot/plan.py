@@ -164,6 +164,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         base_waves = None
         removed, removal = (), []
         findings += [*now.problems, *hazards.duplicate_findings(now), *hazards.shared_findings(ownership(now, config))]
+        if moves:
+            findings += hazards.work_tree_move_findings(here or read_inventory(tree, config, cache), now, config)
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
     changes = _compact([*moves, *writes, *retired, *_deletes(tree, removed, config), *removal])

@@ -220,3 +220,24 @@ def test_example_is_not_modified_by_the_suite() -> None:
     example = Path(__file__).resolve().parent.parent / "examples" / "homelab"
     assert shutil.which("git") is not None
     assert main(["check", str(example)]) == 0
+
+
+def test_without_base_the_work_tree_stands_for_the_deployed_state(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A local `apply` with no --base still hears that its move deletes plex's volume, and says what it assumed."""
+    plex = (example_repo / "catalog/plex.yaml").read_text()
+    write_files(example_repo, {"catalog/plex.yaml": plex + "  dependencies:\n    - to: sonarr\n"})
+    capsys.readouterr()
+    code, out = run_json(capsys, "check", str(example_repo))
+    assert code == 1
+    errors = {(f["code"], f["resource"]) for f in out["findings"] if f["severity"] == "error"}
+    assert ("later-wave-move", "PersistentVolumeClaim plex/plex-data") in errors
+    assert ("later-wave-move", "Namespace plex") in errors
+    assumed = [f for f in out["findings"] if f["code"] == "base-is-work-tree"]
+    assert len(assumed) == 1 and "--base" in assumed[0]["message"]
+    # Once applied, the work tree is the new layout: nothing moves, so nothing is judged or assumed.
+    assert main(["apply", str(example_repo)]) == 0
+    capsys.readouterr()
+    _, out = run_json(capsys, "plan", str(example_repo))
+    assert not [f for f in out["findings"] if f["code"] in ("later-wave-move", "base-is-work-tree")]
