@@ -152,12 +152,19 @@ def _report_error(exc: WaveBotError, fmt: str = "text") -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at interpreter exit
+        return code
     except WaveBotError as exc:
         _report_error(exc, getattr(args, "format", "text"))
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`wave-bot plan | head`): not a bug. Point stdout at devnull so the
+        # interpreter's final flush does not raise again (Python's documented SIGPIPE recipe).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception:
         traceback.print_exc()
         sys.stderr.write("wave-bot: internal error (a bug): please report it with the traceback above\n")

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,7 +12,7 @@ import pytest
 
 from bot.cli import main
 
-from conftest import deployment, service, snapshot
+from conftest import EXAMPLE, deployment, service, snapshot
 
 BASE = {
     "catalog/web.yaml": service("web", "api"),
@@ -209,3 +212,14 @@ def test_run_outside_actions_says_what_it_is_and_what_to_run(
     assert "`wave-bot run` is the GitHub/Gitea Actions entrypoint" in err
     assert "run `wave-bot plan`" in err and "`wave-bot check`" in err
     assert "no token" not in err
+
+
+def test_a_reader_that_goes_away_is_not_an_internal_error(tmp_path: Path) -> None:
+    """`wave-bot plan | head -1`: the pipe closes before wave-bot writes; that is no bug report."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before wave-bot writes anything
+    result = subprocess.run([sys.executable, "-m", "bot", "plan", str(EXAMPLE)], stdout=write,
+                            stderr=subprocess.PIPE, text=True)
+    os.close(write)
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 141
