@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -36,11 +37,23 @@ DEFAULT_TEMPLATE: Mapping[str, Any] = {
 }
 
 
+# File names YAML reads back as the same plain string whatever the context: no indicator, no space,
+# no quote, never a number, boolean or null (they end in .yaml/.yml).
+PLAIN_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.ya?ml")
+WAVE_KUSTOMIZATION_HEAD = f"{HEADER}apiVersion: {KUSTOMIZATION_API}\nkind: Kustomization\n"
+
+
 def wave_kustomization(resources: Iterable[str]) -> bytes:
-    """`apps/wave-N/kustomization.yaml` listing `resources` (sorted)."""
-    return yamlio.dump(
-        {"apiVersion": KUSTOMIZATION_API, "kind": "Kustomization", "resources": sorted(resources)}, HEADER
-    )
+    """`apps/wave-N/kustomization.yaml` listing `resources` (sorted).
+
+    Written directly when every name is a plain scalar (the common case, and the same bytes the YAML
+    dumper writes: tests/test_render.py compares them); the dumper quotes anything else. At 10,000
+    services the dumper was a tenth of `plan`.
+    """
+    names = sorted(resources)
+    if names and all(PLAIN_NAME.fullmatch(name) for name in names):
+        return (WAVE_KUSTOMIZATION_HEAD + "resources:\n" + "".join(f"  - {name}\n" for name in names)).encode()
+    return yamlio.dump({"apiVersion": KUSTOMIZATION_API, "kind": "Kustomization", "resources": names}, HEADER)
 
 
 def wave_cr(n: Slot, template: Mapping[str, Any], config: Config) -> bytes:
