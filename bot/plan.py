@@ -124,9 +124,12 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     deepest = max(targets | existing | {s.wave - 1 for s in sides if s.wave}, default=None)
     waves = tuple(range(deepest + 1)) if deepest is not None else ()
     cache = ParseCache()
+    # The work tree before the base: the base then fetches and parses only the blobs that differ.
+    here = read_inventory(tree, config, cache) if base is not None else None
     before = read_inventory(base, config, cache) if base is not None else None
     cutover = lifecycle.cutover(read_flux_kustomizations(tree, config, cache), before, config)
-    here = read_inventory(tree, config, cache) if cutover is not None else None
+    if cutover is not None and here is None:
+        here = read_inventory(tree, config, cache)
     if cutover is not None and here is not None and cutover.step == 1:
         return _release_plan(tree, config, graph, files, existing, cutover, here, before, cache)
     template, template_source = render.resolve_template(tree, config)
