@@ -13,6 +13,7 @@ from bot.config import Config
 from bot.errors import WaveBotError
 from bot.inventory import Inventory, ParseCache, read_flux_kustomizations, read_inventory
 from bot.kustomizations import Builds
+from bot.kustomize import find_kustomization
 from bot.model import Change, Finding
 from bot.naming import file_stem, is_dns_label
 from bot.ownership import ownership
@@ -222,8 +223,9 @@ def _retire(
         read[base_entry.path] = lifecycle.wave_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
     changes = lifecycle.removal_changes(read, [r.item for r in refs])
     changes.append(Change("delete", legacy.path))
-    own = f"{config.apps_dir}/{KUSTOMIZATION}"
-    for path in sorted({r.file for r in refs if r.file} | {own}):
+    # The apps directory's own kustomization, under whichever name kustomize accepts there.
+    own = find_kustomization(tree, config.apps_dir)
+    for path in sorted({r.file for r in refs if r.file} | ({own} if own else set())):
         if tree.kind(path) == "file" and (
                 path == own or lifecycle.only_patches_for(tree.read(path), path, legacy.name)):
             changes.append(Change("delete", path))
