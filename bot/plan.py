@@ -128,7 +128,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     # The work tree before the base: the base then fetches and parses only the blobs that differ.
     here = read_inventory(tree, config, cache) if base is not None else None
     before = read_inventory(base, config, cache) if base is not None else None
-    cutover = lifecycle.cutover(read_flux_kustomizations(tree, config, cache), before, config)
+    flux = here.flux if here is not None else read_flux_kustomizations(tree, config, cache)
+    cutover = lifecycle.cutover(flux, before, config)
     if cutover is not None and here is None:
         here = read_inventory(tree, config, cache)
     if cutover is not None and here is not None and cutover.step == 1:
