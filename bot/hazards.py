@@ -198,7 +198,9 @@ def move_findings(base: Inventory, now: Inventory, config: Config,
     findings = []
     for rid, now_found in now.by_id.items():
         base_found = base.by_id.get(rid)
-        if not base_found or {r.wave for r in base_found} & {r.wave for r in now_found}:
+        if not base_found or base_found[0].wave == now_found[0].wave:
+            continue  # the common case, decided without building the two sets below
+        if {r.wave for r in base_found} & {r.wave for r in now_found}:
             continue
         if _elsewhere(rid, ob, on):
             continue

@@ -81,9 +81,10 @@ def ownership(inventory: Inventory, config: Config) -> Ownership:
         wave = wave_of(k, config)
         if wave is not None:
             wave_owner.setdefault(wave, k.name)
+    owners = {f.wave: wave_owner.get(f.wave, config.wave_cr_name(f.wave)) for f in inventory.files}
     found: dict[ResourceId, list[Copy]] = {}
     for r in inventory.resources:
-        owner = wave_owner.get(r.wave, config.wave_cr_name(r.wave))
+        owner = owners[r.wave]
         found.setdefault(r.id, []).append(Copy(r.id, owner, r.path, r.line, r.prune_disabled, r.wave))
     for o in inventory.others:
         found.setdefault(o.id, []).append(Copy(o.id, o.owner, o.path, o.line, o.prune_disabled, None))

@@ -143,7 +143,10 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     writes = _writes(tree, generated)
     retired = _retire(tree, config, cutover, waves, fix_overlays) if cutover is not None else []
     # What Flux will apply once this lands, and (against the base) what it will delete.
-    now = read_inventory(PlannedTree(tree, [*moves, *writes, *retired]), config, cache)
+    pending = [*moves, *writes, *retired]
+    # With nothing to change (the steady state of most bot runs) what Flux applies once this lands
+    # is the work tree, already read: reading it again would only repeat the same inventory.
+    now = here if here is not None and not pending else read_inventory(PlannedTree(tree, pending), config, cache)
     findings = _placement_findings(files, graph, config)
     findings += restored.regeneration_findings(tree, writes, config, template_source, base)
     if cutover is not None and here is not None:
