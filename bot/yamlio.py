@@ -313,6 +313,11 @@ def _dispose(parser: Any) -> None:
     dispose = getattr(parser, "dispose", None)
     if dispose is not None:
         dispose()
+    # ruamel's loaders refer to themselves (loader._parser is the loader): without this, each one,
+    # with the file it read, waits for a cyclic collection instead of being freed here.
+    attributes = getattr(parser, "__dict__", None)
+    if attributes is not None:
+        attributes.clear()
 
 
 _SEPARATORS = (b" ", b"\t", b"\r", b"\n")

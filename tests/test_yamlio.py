@@ -139,3 +139,24 @@ def test_long_lists_keep_their_captures_but_not_every_line() -> None:
     (doc,) = yamlio.scan(data, "f.yaml", capture=lambda p: p[:1] == ("items",))
     assert doc.scalars[("items", yamlio.MAX_ITEM_LINES + 49)] == f"n{yamlio.MAX_ITEM_LINES + 49}"
     assert ("items", 5) in doc.lines and ("items", yamlio.MAX_ITEM_LINES + 1) not in doc.lines
+
+
+def test_a_loader_is_freed_without_waiting_for_the_cyclic_collector() -> None:
+    # ruamel's loader refers to itself; one left to the cyclic GC keeps its file's bytes until the
+    # next full collection, thousands of them at once in a large repository.
+    import gc
+
+    def live_loaders() -> int:
+        return sum(1 for o in gc.get_objects() if isinstance(o, yamlio._Loader))
+
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        before = live_loaders()
+        for _ in range(20):
+            yamlio.load(MANIFEST, "apps/wave-0/gitea.yaml")
+        assert live_loaders() == before
+    finally:
+        if enabled:
+            gc.enable()
