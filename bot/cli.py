@@ -5,11 +5,13 @@ Imports of the engine happen inside the commands so that `wave-bot --help` start
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import os
 import shutil
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from bot import __version__
@@ -149,10 +151,27 @@ def _report_error(exc: WaveBotError, fmt: str = "text") -> None:
         sys.stdout.write(error_annotation(exc))
 
 
+@contextlib.contextmanager
+def _sparse_collections() -> Iterator[None]:
+    """Run the cyclic garbage collector every 50,000 allocations instead of every 700, then restore.
+
+    A plan builds one large model that lives until the end and holds no garbage cycles (yamlio frees
+    each YAML loader at once), so CPython's default schedule only re-traverses it: at 10,000 services
+    that was a fifth of `plan --base`'s CPU time, for no memory back.
+    """
+    saved = gc.get_threshold()
+    gc.set_threshold(50_000, *saved[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        code = int(args.func(args))
+        with _sparse_collections():
+            code = int(args.func(args))
         sys.stdout.flush()  # inside the try: a closed pipe is reported here, not at interpreter exit
         return code
     except WaveBotError as exc:
