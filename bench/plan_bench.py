@@ -245,10 +245,17 @@ def measure(count: int, repeat: int, idle_mib: float) -> Figures:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "repo"
         layout(root, count)
-        # The cutover: every app file moves. Destructive, so timed once.
-        codes = []
-        apply = timed(lambda: codes.append(quiet_cli("apply", str(root))))
-        assert codes == [0], f"apply exited {codes}"
+        # The cutover: every app file moves. Destructive, so the pre-split layout is checked out again
+        # (untimed) before each further run; the last run's result is what the rest measures.
+        codes: list[int] = []
+        times = []
+        for i in range(repeat):
+            if i:
+                run_git(root, "reset", "--quiet", "--hard", "HEAD")
+                run_git(root, "clean", "--quiet", "--force", "-d")
+            times.append(timed(lambda: codes.append(quiet_cli("apply", str(root)))))
+        assert set(codes) == {0}, f"apply exited {codes}"
+        apply = min(times)
         run_git(root, "add", "--all")
         status = run_git(root, "diff", "--cached", "--find-renames", "--name-status", "-z").split("\0")
         renames = sum(1 for field in status if field.startswith("R100"))
@@ -342,7 +349,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,4000,10000", help="services per repository, comma-separated")
     parser.add_argument("--quick", action="store_true", help="small sizes (200,800) and one run each, to iterate")
-    parser.add_argument("--repeat", type=int, default=2, help="runs per plan/parse figure (the best is kept)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per plan/parse figure (the best is kept)")
     parser.add_argument("--no-api", action="store_true", help="skip counting the bot's API requests")
     parser.add_argument("--wall", action="store_true",
                         help="time by the wall clock (default: CPU seconds of the process and its git children, "
@@ -355,7 +362,7 @@ def main() -> int:
     repeat = 1 if args.quick else args.repeat
     idle = idle_plan_mib()
 
-    print(f"times: {'wall-clock' if args.wall else 'CPU'} seconds, best of {repeat} (apply: one run)")
+    print(f"times: {'wall-clock' if args.wall else 'CPU'} seconds, best of {repeat}")
     print(f"{'services':>8} {'files':>6} {'apply s':>8} {'plan s':>7} {'base s':>7} {'pyyaml s':>8} "
           f"{'ruamel s':>8} {'apply/plan':>10} {'base/plan':>9} {'plan/pyyaml':>11} {'plan/ruamel':>11} "
           f"{'peak MiB':>8} {'KiB/svc':>7} {'renames':>7}", flush=True)
