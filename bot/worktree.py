@@ -173,14 +173,17 @@ class _Applier:
         self.journal = _Journal()
         self.moved: list[tuple[str, str]] = []
         self.emptied: set[str] = set()  # directories a move or delete may have emptied
+        self.dirs: set[str] = {""}  # directories known to exist: a wave's N moves look at it once
 
     def ensure_dir(self, directory: str) -> None:
-        if not directory or self.tree.kind(directory) == "dir":
+        if directory in self.dirs:
             return
-        self.ensure_dir(split(directory)[0])
-        full = self.tree._abs(directory)
-        os.mkdir(full)
-        self.journal.undo.append(lambda: os.rmdir(full))
+        if self.tree.kind(directory) != "dir":
+            self.ensure_dir(split(directory)[0])
+            full = self.tree._abs(directory)
+            os.mkdir(full)
+            self.journal.undo.append(lambda: os.rmdir(full))
+        self.dirs.add(directory)
 
     def prune_dirs(self) -> None:
         """Remove the directories the changes emptied (git keeps no empty directories), deepest first.
@@ -251,9 +254,10 @@ def apply_changes(root: str, changes: Sequence[Change], index_moves: IndexMoves 
     applier = _Applier(tree)
     steps = {"create": applier.write, "update": applier.write, "move": applier.move, "delete": applier.delete}
     try:
+        # The steps only add directories (ensure_dir), so the directories checked so far stay valid
+        # until prune_dirs removes some.
         for change in changes:
             steps[change.action](change)
-            tree._checked_dirs = {""}  # directories come and go while applying
         applier.prune_dirs()
         tree._checked_dirs = {""}
         if index_moves is not None:
