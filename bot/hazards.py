@@ -139,19 +139,24 @@ def work_tree_move_findings(here: Inventory, now: Inventory, config: Config) -> 
 
 def invalid_prune_findings(now: Inventory) -> list[Finding]:
     """`invalid-prune`: spec.prune that is not a YAML 1.2 boolean (`yes`, `on`, `"true"`, ...)."""
-    return [
-        Finding(
-            code="invalid-prune",
-            severity="error",
-            message=f"{k.path}:{k.line}: the Flux Kustomization {k.name} has spec.prune: {k.prune_value}, which "
-                    "kustomize reads as YAML 1.2, where it is a string, not a boolean: the Kustomization CRD "
-                    "rejects it and Flux cannot apply this revision of the cluster entrypoints. wave-bot assumes "
-                    "it prunes",
-            path=k.path, line=k.line, resource=str(k.id), fix="spec:\n  prune: true\n",
-        )
-        for k in now.flux
-        if k.prune_value and k.prune_value not in ("true", "false", "True", "False", "TRUE", "FALSE")
-    ]
+    return [_invalid_prune(k) for k in now.flux
+            if k.prune_value and k.prune_value not in ("true", "false", "True", "False", "TRUE", "FALSE")]
+
+
+def _invalid_prune(k: FluxKustomization) -> Finding:
+    quoted = k.prune_value.startswith('"')
+    spelled = k.prune_value.strip('"').lower() if quoted else ""
+    why = ("which is quoted, so a string in every YAML version" if quoted else
+           "which kustomize reads as YAML 1.2, where it is a string")
+    return Finding(
+        code="invalid-prune",
+        severity="error",
+        message=f"{k.path}:{k.line}: the Flux Kustomization {k.name} has spec.prune: {k.prune_value}, {why}, not a "
+                "boolean: the Kustomization CRD rejects it and Flux cannot apply this revision of the cluster "
+                "entrypoints. wave-bot assumes it prunes",
+        path=k.path, line=k.line, resource=str(k.id),
+        fix=f"spec:\n  prune: {spelled if spelled in ('true', 'false') else 'true'}\n",
+    )
 
 
 # ---- one object in two places ---------------------------------------------------------------------

@@ -25,6 +25,7 @@ Decisions:
 from __future__ import annotations
 
 import dataclasses
+import json
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -66,8 +67,9 @@ _OBJECT_PATHS: frozenset[tuple[str, ...]] = frozenset({
 # Flux reads `prune` as kustomize's kyaml emits it: YAML 1.2, where only true/True/TRUE is true.
 # `yes`, `on` and `y` are strings there (kustomize prints them quoted), which the CRD's boolean field
 # rejects, so the root Kustomization cannot apply that revision at all: the live object keeps the
-# spec it had. Such a value is reported (`invalid-prune`) and, for the hazard checks, taken as
-# pruning, the side that loses nothing if it is wrong.
+# spec it had. So does a quoted `"true"` or `"false"`: a string in every YAML version. Such a value
+# is reported (`invalid-prune`) and, for the hazard checks, taken as pruning, the side that loses
+# nothing if it is wrong.
 _TRUE = frozenset({"true"})
 _FALSE = frozenset({"false"})
 
@@ -141,7 +143,7 @@ class FluxKustomization:
     depends_on: tuple[str, ...] = ()
     """The names in spec.dependsOn (same namespace assumed, as wave-bot generates them)."""
     prune_value: str = "true"
-    """spec.prune as written, for `invalid-prune`."""
+    """spec.prune as written (in double quotes when the YAML quotes it), for `invalid-prune`."""
 
     @property
     def name(self) -> str:
@@ -337,6 +339,8 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
     while (name := doc.scalars.get((*at, "spec", "dependsOn", len(depends), "name"))) is not None:
         depends.append(name)
     prune_value = get("spec", "prune")
+    if (*at, "spec", "prune") in doc.strings:
+        prune_value = json.dumps(prune_value)  # `"true"` is a string to every YAML reader: shown quoted
     return _Object(
         line=line,
         id=ResourceId.of(identity["apiVersion"], identity["kind"], get("metadata", "namespace"),

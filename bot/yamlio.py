@@ -63,6 +63,7 @@ LINE_DEPTH = 4
 """How deep key paths get their line recorded (enough for `spec.dependencies[i].to`)."""
 
 Path = tuple[str | int, ...]
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class DocInfo:
     """Scalar values at the paths the caller asked to capture."""
     is_mapping: bool
     empty: bool
+    strings: frozenset[Path] = frozenset()
+    """Captured paths whose scalar is a YAML string whatever it spells: quoted, or tagged !!str."""
 
     def line(self, path: Path) -> int:
         """Line of `path`, else of its nearest recorded parent, else of the document."""
@@ -207,6 +210,7 @@ class _Scanner:
         anchors: dict[str, int] = {}
         lines: dict[Path, int] = {}
         scalars: dict[Path, str] = {}
+        strings: set[Path] = set()
         root: str | None = None
         start_line = total = 0
         get_event = parser.get_event  # one call per event (not check_event and get_event): the hot loop
@@ -248,6 +252,8 @@ class _Scanner:
                         top.key, top.key_line = event.value, line
                     elif path is not None and capture is not None and capture(path):
                         scalars[path] = event.value
+                        if event.implicit == (False, True) or event.tag == _STR_TAG:
+                            strings.add(path)
                 else:
                     found = anchors.get(event.anchor)
                     if found is None:
@@ -272,13 +278,14 @@ class _Scanner:
                         parent.key, parent.key_line = "?", frame.line
                     parent.advance(frame.is_key)
             elif cls is DocumentStartEvent:
-                lines, scalars, anchors, root = {}, {}, {}, None
+                lines, scalars, strings, anchors, root = {}, {}, set(), {}, None
                 start_line = event.start_mark.line + 1
                 if len(docs) >= self.max_documents:
                     raise _error(self.file, f"holds more than {self.max_documents:,} YAML documents",
                                  start_line, "split the file")
             elif cls is DocumentEndEvent:
-                docs.append(DocInfo(start_line, lines, scalars, root == "map", root in (None, "empty")))
+                docs.append(DocInfo(start_line, lines, scalars, root == "map", root in (None, "empty"),
+                                    frozenset(strings)))
         return docs
 
 

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 
 from bot.config import Config, parse_config
 from bot.git import GitTree, mover
@@ -26,6 +29,8 @@ from bot.model import Finding
 from bot.plan import make_plan
 from bot.worktree import FsTree, apply_changes
 from tests.conftest import git, write_files
+
+Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
 
 PVC = "PersistentVolumeClaim gitea/gitea-data"
 ANNOTATION = "  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
@@ -796,14 +801,28 @@ def test_an_object_a_wave_and_platform_both_apply_is_an_error(example_repo: Path
         "duplicate-resource"]  # needs no base
 
 
-@pytest.mark.parametrize("value", ["yes", "on", "y", "True "])
-def test_prune_values_that_are_not_yaml_1_2_booleans_are_invalid(example_repo: Path, value: str) -> None:
+@pytest.mark.parametrize(("value", "boolean"), [
+    ("yes", False), ("on", False), ("y", False), ('"true"', False), ("'false'", False), ("!!str true", False),
+    ("True ", True), ('!!bool "true"', True), ("false", True),
+])
+def test_prune_values_that_are_not_yaml_1_2_booleans_are_invalid(
+        example_repo: Path, kubectl: Kubectl, value: str, boolean: bool) -> None:
     edit(example_repo, "clusters/base/platform.yaml", "  prune: true\n", f"  prune: {value}\n")
-    commit(example_repo, "a YAML 1.1 boolean")
+    commit(example_repo, "a prune value")
+    # What kustomize hands Flux: a boolean is printed bare, anything else as a quoted string, which
+    # the CRD's boolean field rejects.
+    built = kubectl(example_repo / "clusters/base")
+    assert built.returncode == 0, built.stderr
+    (platform,) = [d for d in YAML(typ="safe").load_all(built.stdout)
+                   if d["kind"] == "Kustomization" and d["metadata"]["name"] == "platform"]
+    assert isinstance(platform["spec"]["prune"], bool) == boolean
     found = next((f for f in hazards(example_repo) if f.code == "invalid-prune"), None)
-    if value == "True ":
-        assert found is None  # YAML 1.2 reads True as true too
+    if boolean:
+        assert found is None
         return
     assert found is not None
     assert found.severity == "error" and found.path == "clusters/base/platform.yaml"
     assert "the Kustomization CRD rejects it" in found.message
+    if value.startswith(("'", '"')):
+        assert f"spec.prune: {value.replace(chr(39), chr(34))}, which is quoted" in found.message
+        assert found.fix == f"spec:\n  prune: {value.strip(chr(39) + chr(34))}\n"  # the boolean it spells
