@@ -122,7 +122,7 @@ def test_pin_image_refuses_what_a_runner_could_not_pull(tmp_path: Path) -> None:
 
 def test_the_release_workflow_publishes_both_architectures_with_attestations_and_pins_them() -> None:
     workflow = YAML(typ="safe", pure=True).load(RELEASE.read_text())
-    assert workflow["on"] == {"push": {"tags": ["v[0-9]+.[0-9]+.[0-9]+"]}}
+    assert workflow["on"] == {"workflow_dispatch": None}  # from main, once the version is merged
     (build,) = [s for s in workflow["jobs"]["image"]["steps"] if str(s.get("uses", "")).startswith("docker/build-push")]
     options = build["with"]
     assert options["platforms"] == "linux/amd64,linux/arm64" and options["push"] is True
@@ -130,5 +130,44 @@ def test_the_release_workflow_publishes_both_architectures_with_attestations_and
     assert options["tags"].splitlines() == ["${{ needs.check.outputs.image }}:${{ needs.check.outputs.version }}",
                                        "${{ needs.check.outputs.image }}:${{ needs.check.outputs.major }}"]
     pin_script = "\n".join(s.get("run", "") for s in workflow["jobs"]["pin"]["steps"])
-    assert '.ci/pin-image "$IMAGE:$VERSION" action.yml' in pin_script
+    assert '.ci/release-tag "$VERSION" "$IMAGE"' in pin_script
+    scripts = [s.get("run", "") for job in workflow["jobs"].values() for s in job["steps"]]
+    assert not [s for s in scripts if "--force" in s or "tag -f" in s]  # no step moves a tag by force
     assert workflow["jobs"]["pin"]["needs"] == ["check", "image"]  # never pin an image that was not pushed
+
+
+def release_tag(clone: Path, image: str = "ghcr.io/acme/flux-wave-bot") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(PROJECT / ".ci" / "release-tag"), VERSION, image], cwd=clone,
+                          capture_output=True, text=True)
+
+
+def test_a_release_creates_its_version_tag_once_and_moves_only_the_major_tag(tmp_path: Path) -> None:
+    project = tagged_copy(tmp_path / "project")
+    git(project, "tag", "-d", f"v{VERSION}")  # not released yet: only an older major tag exists
+    git(project, "tag", f"v{VERSION.split('.')[0]}", "HEAD")
+    git(project, "commit", "-q", "--allow-empty", "-m", "the commit to release")
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(project), str(origin))
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    released = git(clone, "rev-parse", "HEAD").strip()
+    major = f"v{VERSION.split('.')[0]}"
+
+    done = release_tag(clone)
+    assert done.returncode == 0, done.stderr
+    tagged = git(origin, "rev-parse", f"refs/tags/v{VERSION}^{{commit}}").strip()
+    assert git(origin, "cat-file", "-t", f"refs/tags/v{VERSION}").strip() == "tag"  # annotated
+    assert git(origin, "rev-parse", f"refs/tags/{major}").strip() == tagged
+    assert git(origin, "rev-parse", f"{tagged}^").strip() == released  # on top of the released commit
+    assert git(origin, "rev-parse", "refs/heads/main").strip() == released  # main still builds the Dockerfile
+    assert f"image: docker://ghcr.io/acme/flux-wave-bot:{VERSION}\n" in git(origin, "show", f"{tagged}:action.yml")
+    assert git(origin, "diff", "--name-only", released, tagged).split() == ["action.yml"]
+
+    # Released once: running it again (or from another commit) refuses and moves nothing.
+    refs = git(origin, "show-ref")
+    git(clone, "reset", "-q", "--hard", released)
+    again = release_tag(clone)
+    assert again.returncode != 0
+    assert f"origin already has v{VERSION}: a published version never moves" in again.stderr
+    assert git(origin, "show-ref") == refs
+
