@@ -79,9 +79,12 @@ def discover_overlays(tree: Tree, config: Config) -> list[str]:
                                    path=config.source, hint="list the directories Flux bootstraps (clusters/<env>)")
         return list(config.overlays)
     refs = {d: _references(tree, d) for d in _candidate_dirs(tree, config)}
-    overlays = {d for d, targets in refs.items() if any(_within(t, config.base_dir) for t in targets)}
+    # One whose kustomization cannot be read may refer to the base: it counts as an overlay, and its
+    # check then says why it was not checked instead of the whole run stopping.
+    overlays = {d for d, targets in refs.items()
+                if targets is None or any(_within(t, config.base_dir) for t in targets)}
     while True:  # an overlay of an overlay is an overlay too
-        more = {d for d, targets in refs.items() if d not in overlays and targets & overlays}
+        more = {d for d, targets in refs.items() if d not in overlays and targets and targets & overlays}
         if not more:
             return sorted(overlays)
         overlays |= more
@@ -107,12 +110,16 @@ def _candidate_dirs(tree: Tree, config: Config) -> list[str]:
     return found
 
 
-def _references(tree: Tree, directory: str) -> set[str]:
-    """The repo paths a directory's kustomization lists under resources, bases and components."""
+def _references(tree: Tree, directory: str) -> set[str] | None:
+    """The repo paths a directory's kustomization lists under resources, bases and components; None
+    when wave-bot cannot read it (a repeated key, a file over the size limit)."""
     kfile = find_kustomization(tree, directory)
     if kfile is None:
         return set()
-    kust = read_kustomization(tree, kfile, check=False)
+    try:
+        kust = read_kustomization(tree, kfile, check=False)
+    except Unsupported:
+        return None
     out = set()
     for key in ("resources", "bases", "components"):
         values = kust.value.get(key)

@@ -3,6 +3,8 @@ issue describes it: through the CLI, with real git, judged by the finding a revi
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,8 @@ import pytest
 from bot.cli import main
 
 from conftest import git, write_files
+
+Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
 
 TOOLS = """apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -244,3 +248,25 @@ def test_2_a_flux_kustomization_building_a_base_without_kustomization_is_not_che
     (unchecked,) = [f for f in codes(out, "overlay-not-checked") if "cluster-apps" in f["overlay"]]
     assert unchecked["severity"] == "error"
     assert "./clusters/base has no kustomization, so kustomize-controller generates one" in unchecked["message"]
+
+
+def test_an_overlay_with_a_repeated_key_is_not_checked_and_the_others_still_are(
+    example_repo: Path, kubectl: Kubectl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kustomize builds a kustomization with a repeated key (keeping one of the values); wave-bot does
+    not guess which, so that overlay is reported as not checked, where the run used to stop with an
+    input error for the whole repository."""
+    prod = example_repo / "clusters/prod/kustomization.yaml"
+    prod.write_text(prod.read_text() + "namespace: flux-system\nnamespace: flux-system\n")
+    dev = example_repo / "clusters/dev/kustomization.yaml"
+    dev.write_text(dev.read_text().replace("name: apps-wave-0\n", "name: apps-wave-7\n", 1))
+    commit(example_repo, "a repeated key in prod, a patch without a target in dev")
+    assert kubectl(example_repo / "clusters/prod").returncode == 0
+    assert kubectl(example_repo / "clusters/dev").returncode != 0
+    out = plan(example_repo, capsys)
+    (unchecked,) = codes(out, "overlay-not-checked")
+    assert (unchecked["severity"], unchecked["overlay"]) == ("error", "clusters/prod")
+    assert "clusters/prod/kustomization.yaml:" in unchecked["message"] and "repeated key" in unchecked["message"]
+    # dev is still evaluated: its patch that kustomize refuses is found
+    assert [f["overlay"] for f in codes(out, "stale-decryption-patch")] == ["clusters/dev"]
+    assert main(["check", str(example_repo)]) == 1
