@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.evalpaths import discover_overlays
+from bot.evalpaths import discover_overlays, evaluation_paths
 from bot.inventory import (
     PRUNE_DISABLED,
     PRUNE_KEY,
@@ -37,8 +37,8 @@ from bot.inventory import (
     WaveFile,
     clusters_dir,
 )
-from bot.kustomizations import Kustomizations, read_kustomizations
-from bot.kustomize import build
+from bot.kustomizations import Kustomizations, PatchEntry, read_kustomizations
+from bot.kustomize import build, read_patch
 from bot.lifecycle import Item
 from bot.model import Finding
 from bot.ownership import Copy, Ownership, may_prune, ownership
@@ -656,12 +656,15 @@ def wave_removable_finding(base: Inventory, wave: Slot, config: Config, referenc
     cr = config.wave_cr_name(wave)
     refs = sorted(references)
     quoted = "; ".join(f"{r.path}:{r.line} `{r.text.strip()}` ({r.what})" for r in refs)
+    how = ("Delete those items (wave-bot does not edit a Flux Kustomization's own spec.patches, so "
+           "`--fix-overlays` leaves the wave in place)" if any(not r.key for r in refs) else
+           "Delete those items (or run `wave-bot apply --fix-overlays`)")
     return Finding(
         code="wave-removable",
         severity="info",
         message=f"wave {wave} was already empty at base and {_why_removable(wave)}, so it can go ({cr} owns "
                 f"nothing), but these lines refer to it and deleting the wave alone would break the builds: "
-                f"{quoted}. Delete those items (or run `wave-bot apply --fix-overlays`); the next apply then "
+                f"{quoted}. {how}; the next apply then "
                 f"deletes {config.wave_dir(wave)}/ and {config.wave_cr_path(wave)}",
         path=refs[0].path,
         line=refs[0].line,
@@ -674,10 +677,36 @@ def wave_removable_finding(base: Inventory, wave: Slot, config: Config, referenc
 def wave_references(tree: Tree, config: Config, wave: Slot) -> tuple[Reference, ...]:
     """Where `tree` refers to wave `wave`'s Flux Kustomization outside its own file.
 
-    The base kustomization's `resources` entry, and every patch aimed at that Kustomization alone
-    (inline, a patch file, or a target naming it) in the kustomizations the overlays build with.
+    The base kustomization's `resources` entry, every patch aimed at that Kustomization alone
+    (inline, a patch file, or a target naming it) in the kustomizations the overlays build with, and
+    such patches in the `spec.patches` of a Flux Kustomization that builds the base or an overlay.
     """
-    return kustomization_references(tree, config, config.wave_cr_name(wave), config.wave_cr_path(wave))
+    cr = config.wave_cr_name(wave)
+    return tuple(sorted({*kustomization_references(tree, config, cr, config.wave_cr_path(wave)),
+                         *flux_patch_references(tree, config, cr)}))
+
+
+def flux_patch_references(tree: Tree, config: Config, cr: str) -> tuple[Reference, ...]:
+    """The patches aimed at the Flux Kustomization `cr` alone in another Flux Kustomization's own
+    `spec.patches`, on the evaluation paths the checks build (kustomize-controller appends them to
+    the build of its spec.path). Their `key` is empty: wave-bot does not edit them, since they sit
+    inside a Flux Kustomization (often in a multi-document file), not in a top-level list."""
+    found: list[Reference] = []
+    for path in evaluation_paths(tree, config):
+        adds = path.additions
+        if adds is None:
+            continue
+        patches = adds.value.get("patches")
+        for i, entry in enumerate(patches if isinstance(patches, list) else []):
+            try:
+                use = read_patch(tree, adds, "patches", i, entry)
+            except WaveBotError:
+                continue  # kustomize-controller fails on it; the overlay checks report it
+            if PatchEntry(use).aims_only_at(FLUX_GROUP, "Kustomization", cr):
+                owner = path.flux.name if path.flux is not None else adds.path
+                found.append(Reference(use.file, use.line, f"spec.patches[{i}] of the Flux Kustomization {owner}",
+                                       "", i, _line_text(tree, use.file, use.line)))
+    return tuple(sorted(set(found)))
 
 
 def kustomization_references(tree: Tree, config: Config, cr: str, path: str) -> tuple[Reference, ...]:
@@ -725,7 +754,8 @@ def _line_text(tree: Tree, path: str, line: int) -> str:
 
 
 __all__ = [
-    "Reference", "duplicate_findings", "gone_findings", "hazard_findings", "invalid_prune_findings", "is_stateful",
+    "Reference", "duplicate_findings", "flux_patch_references", "gone_findings", "hazard_findings",
+    "invalid_prune_findings", "is_stateful",
     "kustomization_references", "kustomization_removed_findings", "move_findings", "namespace_findings",
     "owner_findings", "removable_waves", "shared_findings", "stateful_entry", "wave_emptied_findings",
     "wave_references", "wave_removable_finding", "wave_removed_finding",

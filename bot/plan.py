@@ -289,7 +289,8 @@ def _removal(
     """
     removable: tuple[Slot, ...] = (*hazards.removable_waves(before, now, max(targets, default=None)), *sides)
     references = {n: hazards.wave_references(tree, config, n) for n in removable}
-    if fix_overlays:
+    # A line wave-bot does not edit (a Flux Kustomization's own spec.patches) keeps its wave, quoted.
+    if fix_overlays and all(r.key for refs in references.values() for r in refs):
         items = [r.item for n in removable for r in references[n]]
         read = {item.path: tree.read(item.path) for item in items}
         try:

@@ -78,6 +78,14 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return out
 
 
+def cluster_apps(patches: str) -> str:
+    """The Flux Kustomization `cluster-apps` of the cluster-template layout: it builds ./clusters/base,
+    with `patches` (list items indented four spaces) as its own spec.patches."""
+    return ("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: cluster-apps\n"
+            "  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./clusters/base\n  prune: true\n"
+            "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  patches:\n" + patches)
+
+
 def service(name: str, *deps: str) -> str:
     """A ServiceDefinition in the catalog's usual shape."""
     lines = [

@@ -10,7 +10,7 @@ import pytest
 
 from bot.cli import main
 
-from conftest import git, service, snapshot
+from conftest import cluster_apps, git, service, snapshot
 
 
 def run(repo: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
@@ -104,3 +104,57 @@ def test_the_contradiction_check_catches_what_it_claims() -> None:
     import bot.plan
 
     assert bot.plan.make_plan.__name__ == "checked"  # every plan of the suite goes through the check
+
+
+CLUSTER_APPS = cluster_apps("""    - patch: |
+        apiVersion: kustomize.toolkit.fluxcd.io/v1
+        kind: Kustomization
+        metadata:
+          name: apps-wave-2
+          namespace: flux-system
+        spec:
+          timeout: 10m
+""")
+
+
+def flux_build(repo: Path, kubectl: Callable[[Path | str], Any]) -> Any:
+    """What kustomize-controller builds for cluster-apps: ./clusters/base with its spec.patches appended."""
+    emulated = repo / "emulated"
+    emulated.mkdir(exist_ok=True)
+    patches = CLUSTER_APPS.split("  patches:\n", 1)[1]
+    (emulated / "kustomization.yaml").write_text("resources:\n  - ../clusters/base\npatches:\n" + patches)
+    try:
+        return kubectl(emulated)
+    finally:
+        (emulated / "kustomization.yaml").unlink()
+        emulated.rmdir()
+
+
+@pytest.mark.parametrize("fix", [[], ["--fix-overlays"]])
+def test_a_flux_kustomizations_own_patch_for_the_wave_keeps_it_and_is_quoted(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Callable[[Path | str], Any], fix: list[str]
+) -> None:
+    # kustomize-controller appends cluster-apps' spec.patches to the base's build: with apps-wave-2
+    # gone, its inline patch names nothing and the build of cluster-apps fails, so the wave stays.
+    (example_repo / "clusters/dev/cluster-apps.yaml").write_text(CLUSTER_APPS)
+    dev = example_repo / "clusters/dev/kustomization.yaml"
+    dev.write_text(dev.read_text().replace("  - ../base\n", "  - ../base\n  - cluster-apps.yaml\n", 1))
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "a Flux Kustomization patching apps-wave-2 itself")
+    empty_wave_2(example_repo, capsys)
+    before = snapshot(example_repo)
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", *fix)
+    assert code == 0 and "wave-removed" not in codes(out)
+    assert snapshot(example_repo) == before  # nothing half-removed
+    (removable,) = codes(out)["wave-removable"]
+    line = CLUSTER_APPS.splitlines().index("    - patch: |") + 1
+    assert (f"clusters/dev/cluster-apps.yaml:{line} `- patch: |` (spec.patches[0] of the Flux Kustomization "
+            "cluster-apps)") in removable["message"]
+    assert "wave-bot does not edit a Flux Kustomization's own spec.patches" in removable["message"]
+    assert "clusters/base/kustomization.yaml:16" in removable["message"]  # the other lines are still quoted
+    # Why it must stay: without apps-wave-2 in the base, kustomize refuses cluster-apps' patch.
+    assert flux_build(example_repo, kubectl).returncode == 0
+    base = example_repo / "clusters/base/kustomization.yaml"
+    base.write_text("".join(line for line in base.read_text().splitlines(keepends=True) if "apps-wave-2" not in line))
+    failed = flux_build(example_repo, kubectl)
+    assert failed.returncode != 0 and "apps-wave-2" in failed.stderr

@@ -12,7 +12,7 @@ import pytest
 
 from bot.cli import main
 
-from conftest import git, write_files
+from conftest import cluster_apps, git, write_files
 
 Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
 
@@ -78,27 +78,14 @@ def test_1_removing_a_kustomization_with_a_targeted_patch_file_in_any_kustomizat
         "error", "clusters/base/tools.yaml", "kustomize.toolkit.fluxcd.io/Kustomization flux-system/tools")
 
 
-CLUSTER_APPS = """apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: cluster-apps
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./clusters/base
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-  patches:
-    - target:
+CLUSTER_APPS = cluster_apps("""    - target:
         kind: ConfigMap
         name: cluster-vars
       patch: |
         - op: replace
           path: /data/CLUSTER_ENV
           value: dev
-"""
+""")
 REGEX_DECRYPTION = """    - target:
         kind: Kustomization
         name: apps-wave-[0-9]+
