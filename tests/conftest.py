@@ -195,8 +195,12 @@ def installed_tool(name: str) -> Path:
                 "pip install -e '.[test]'")
 
 
+Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
+"""The `kubectl` fixture: `kubectl kustomize DIR`."""
+
+
 @pytest.fixture(scope="session")
-def kubectl() -> Callable[[Path | str], subprocess.CompletedProcess[str]]:
+def kubectl() -> Kubectl:
     """`kubectl kustomize DIR` with the environment's kubectl; missing, it fails the run."""
     binary = installed_tool("kubectl")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +21,8 @@ from test_action import Scenario
 from bot.cli import main
 
 from actionkit import BRANCH
-from conftest import EXAMPLE, PROJECT, git, installed_tool
+from conftest import EXAMPLE, PROJECT, Kubectl, git, installed_tool
 from fakes import SERVERS
-
-Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
 
 APPS_ENTRY = "  - apps.yaml # Flux Kustomization -> ./apps (dependsOn platform-config)\n"
 DEV_PATCH = """  - patch: |

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,9 +26,7 @@ from bot.inventory import Inventory, ParseCache, ResourceId, read_inventory
 from bot.model import Finding
 from bot.plan import make_plan
 from bot.worktree import FsTree, apply_changes
-from tests.conftest import git, write_files
-
-Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
+from tests.conftest import Kubectl, git, write_files
 
 PVC = "PersistentVolumeClaim gitea/gitea-data"
 ANNOTATION = "  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"

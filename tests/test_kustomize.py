@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +22,7 @@ from bot.kustomize import (
 )
 from bot.worktree import FsTree
 
-from conftest import write_files
-
-Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
+from conftest import Kubectl, write_files
 
 FLUX = "kustomize.toolkit.fluxcd.io/v1"
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,7 @@ import pytest
 
 from bot.cli import main
 
-from conftest import cluster_apps, git, service, snapshot
+from conftest import Kubectl, cluster_apps, git, service, snapshot
 
 
 def run(repo: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
@@ -26,7 +25,7 @@ def codes(out: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def builds(repo: Path, kubectl: Callable[[Path | str], Any]) -> None:
+def builds(repo: Path, kubectl: Kubectl) -> None:
     for overlay in ("clusters/dev", "clusters/prod"):
         result = kubectl(repo / overlay)
         assert result.returncode == 0, result.stderr
@@ -46,7 +45,7 @@ def empty_wave_2(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_an_emptied_wave_goes_with_its_base_entry_and_overlay_patches(
-    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Callable[[Path | str], Any]
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
 ) -> None:
     empty_wave_2(example_repo, capsys)
     builds(example_repo, kubectl)
@@ -77,7 +76,7 @@ def test_an_emptied_wave_goes_with_its_base_entry_and_overlay_patches(
 
 
 def test_without_fix_overlays_the_wave_stays_until_its_lines_are_deleted(
-    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Callable[[Path | str], Any]
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
 ) -> None:
     empty_wave_2(example_repo, capsys)
     before = snapshot(example_repo)
@@ -117,7 +116,7 @@ CLUSTER_APPS = cluster_apps("""    - patch: |
 """)
 
 
-def flux_build(repo: Path, kubectl: Callable[[Path | str], Any]) -> Any:
+def flux_build(repo: Path, kubectl: Kubectl) -> Any:
     """What kustomize-controller builds for cluster-apps: ./clusters/base with its spec.patches appended."""
     emulated = repo / "emulated"
     emulated.mkdir(exist_ok=True)
@@ -132,7 +131,7 @@ def flux_build(repo: Path, kubectl: Callable[[Path | str], Any]) -> Any:
 
 @pytest.mark.parametrize("fix", [[], ["--fix-overlays"]])
 def test_a_flux_kustomizations_own_patch_for_the_wave_keeps_it_and_is_quoted(
-    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Callable[[Path | str], Any], fix: list[str]
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, fix: list[str]
 ) -> None:
     # kustomize-controller appends cluster-apps' spec.patches to the base's build: with apps-wave-2
     # gone, its inline patch names nothing and the build of cluster-apps fails, so the wave stays.

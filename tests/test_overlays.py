@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-import subprocess
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,8 @@ from bot.overlayfix import fix_overlays
 from bot.tree import PlannedTree
 from bot.worktree import FsTree
 
-from conftest import write_files
+from conftest import Kubectl, write_files
 
-Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
 CFG = Config()
 SECRET = CFG.decryption_secret
 ALL = (0, 1, 2)

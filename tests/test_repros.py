@@ -3,8 +3,6 @@ issue describes it: through the CLI, with real git, judged by the finding a revi
 from __future__ import annotations
 
 import json
-import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +10,7 @@ import pytest
 
 from bot.cli import main
 
-from conftest import cluster_apps, git, write_files
-
-Kubectl = Callable[[Path | str], subprocess.CompletedProcess[str]]
+from conftest import Kubectl, cluster_apps, git, write_files
 
 TOOLS = """apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
