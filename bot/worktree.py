@@ -173,17 +173,17 @@ class _Applier:
         self.journal = _Journal()
         self.moved: list[tuple[str, str]] = []
         self.emptied: set[str] = set()  # directories a move or delete may have emptied
-        self.dirs: set[str] = {""}  # directories known to exist: a wave's N moves look at it once
 
     def ensure_dir(self, directory: str) -> None:
-        if directory in self.dirs:
+        # The tree's own record of directories known to exist: a wave's N moves look at it once.
+        if directory in self.tree._checked_dirs:
             return
         if self.tree.kind(directory) != "dir":
             self.ensure_dir(split(directory)[0])
             full = self.tree._abs(directory)
             os.mkdir(full)
             self.journal.undo.append(lambda: os.rmdir(full))
-        self.dirs.add(directory)
+        self.tree._checked_dirs.add(directory)
 
     def prune_dirs(self) -> None:
         """Remove the directories the changes emptied (git keeps no empty directories), deepest first.
