@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.evalpaths import discover_overlays, evaluation_paths
+from bot.evalpaths import EvalPath, discover_overlays, evaluation_paths
 from bot.inventory import (
     PRUNE_DISABLED,
     PRUNE_KEY,
@@ -681,18 +681,31 @@ def wave_references(tree: Tree, config: Config, wave: Slot) -> tuple[Reference, 
     (inline, a patch file, or a target naming it) in the kustomizations the overlays build with, and
     such patches in the `spec.patches` of a Flux Kustomization that builds the base or an overlay.
     """
-    cr = config.wave_cr_name(wave)
-    return tuple(sorted({*kustomization_references(tree, config, cr, config.wave_cr_path(wave)),
-                         *flux_patch_references(tree, config, cr)}))
+    return waves_references(tree, config, (wave,))[wave]
 
 
-def flux_patch_references(tree: Tree, config: Config, cr: str) -> tuple[Reference, ...]:
+def waves_references(tree: Tree, config: Config, waves: Sequence[Slot]) -> dict[Slot, tuple[Reference, ...]]:
+    """`wave_references` of each of `waves`, reading the kustomizations and evaluation paths once."""
+    if not waves:
+        return {}
+    model = read_kustomizations(tree, clusters_dir(config))
+    used = _overlay_kustomizations(tree, config, model)
+    paths = evaluation_paths(tree, config)
+    out = {}
+    for wave in waves:
+        cr = config.wave_cr_name(wave)
+        out[wave] = tuple(sorted({*_kustomization_references(tree, config, model, used, cr, config.wave_cr_path(wave)),
+                                  *_flux_patch_references(tree, paths, cr)}))
+    return out
+
+
+def _flux_patch_references(tree: Tree, paths: Sequence[EvalPath], cr: str) -> list[Reference]:
     """The patches aimed at the Flux Kustomization `cr` alone in another Flux Kustomization's own
     `spec.patches`, on the evaluation paths the checks build (kustomize-controller appends them to
     the build of its spec.path). Their `key` is empty: wave-bot does not edit them, since they sit
     inside a Flux Kustomization (often in a multi-document file), not in a top-level list."""
     found: list[Reference] = []
-    for path in evaluation_paths(tree, config):
+    for path in paths:
         adds = path.additions
         if adds is None:
             continue
@@ -706,20 +719,26 @@ def flux_patch_references(tree: Tree, config: Config, cr: str) -> tuple[Referenc
                 owner = path.flux.name if path.flux is not None else adds.path
                 found.append(Reference(use.file, use.line, f"spec.patches[{i}] of the Flux Kustomization {owner}",
                                        "", i, _line_text(tree, use.file, use.line)))
-    return tuple(sorted(set(found)))
+    return found
 
 
 def kustomization_references(tree: Tree, config: Config, cr: str, path: str) -> tuple[Reference, ...]:
     """Where `tree` refers to the Flux Kustomization `cr`, defined in `path`, outside that file:
     read from the one model of the repository's kustomizations (any kustomization file name)."""
     model = read_kustomizations(tree, clusters_dir(config))
+    used = _overlay_kustomizations(tree, config, model)
+    return tuple(sorted(set(_kustomization_references(tree, config, model, used, cr, path))))
+
+
+def _kustomization_references(tree: Tree, config: Config, model: Kustomizations, used: set[str], cr: str,
+                              path: str) -> list[Reference]:
+    """`kustomization_references` in `model`; `used` are the kustomization files the overlays read."""
     found: list[Reference] = []
     base = model.in_directory(config.base_dir)
     for ref in model.references:
         if base is not None and ref.kustomization == base.path and ref.role == "resource" and ref.path == path:
             found.append(Reference(base.path, ref.line, f"resource {ref.written}", ref.key, ref.index,
                                    _line_text(tree, base.path, ref.line)))
-    used = _overlay_kustomizations(tree, config, model)
     for entry in model.patches_aimed_only_at(FLUX_GROUP, "Kustomization", cr):
         use = entry.use
         if use.file not in used:
@@ -733,7 +752,7 @@ def kustomization_references(tree: Tree, config: Config, cr: str, path: str) -> 
             what = f"inline patch for {cr}"
         found.append(Reference(use.file, use.line, what, use.field, use.index, _line_text(tree, use.file, use.line),
                                file))
-    return tuple(sorted(set(found)))
+    return found
 
 
 def _overlay_kustomizations(tree: Tree, config: Config, model: Kustomizations) -> set[str]:
@@ -754,9 +773,8 @@ def _line_text(tree: Tree, path: str, line: int) -> str:
 
 
 __all__ = [
-    "Reference", "duplicate_findings", "flux_patch_references", "gone_findings", "hazard_findings",
-    "invalid_prune_findings", "is_stateful",
+    "Reference", "duplicate_findings", "gone_findings", "hazard_findings", "invalid_prune_findings", "is_stateful",
     "kustomization_references", "kustomization_removed_findings", "move_findings", "namespace_findings",
     "owner_findings", "removable_waves", "shared_findings", "stateful_entry", "wave_emptied_findings",
-    "wave_references", "wave_removable_finding", "wave_removed_finding",
+    "wave_references", "wave_removable_finding", "wave_removed_finding", "waves_references",
 ]

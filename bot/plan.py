@@ -288,7 +288,7 @@ def _removal(
     the top down. A side branch only keeps itself: nothing depends on it.
     """
     removable: tuple[Slot, ...] = (*hazards.removable_waves(before, now, max(targets, default=None)), *sides)
-    references = {n: hazards.wave_references(tree, config, n) for n in removable}
+    references = hazards.waves_references(tree, config, removable)
     # A line wave-bot does not edit (a Flux Kustomization's own spec.patches) keeps its wave, quoted.
     if fix_overlays and all(r.key for refs in references.values() for r in refs):
         items = [r.item for n in removable for r in references[n]]
