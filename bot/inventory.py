@@ -31,10 +31,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from bot import yamlio
+from bot import kustomize, units, yamlio
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.kustomizations import applied_files, is_kustomization_file, listed_files, read_kustomizations
+from bot.kustomizations import applied_files, is_kustomization_file, read_kustomizations
+from bot.kustomize import CLUSTER_SCOPED
 from bot.model import Finding
 from bot.naming import is_yaml_name
 from bot.placement import KUSTOMIZATION
@@ -405,7 +406,7 @@ def read_inventory(tree: Tree, config: Config, cache: ParseCache | None = None) 
     for wave, directory in _wave_dirs(tree, config):
         waves.append(wave)
         applied, unlisted = _wave_content(tree, directory)
-        files += (f for f in (_wave_file(reader, wave, f"{directory}/{n}") for n in applied) if f is not None)
+        files += _applied(reader, wave, [f"{directory}/{n}" for n in applied])
         stray += (StrayFile(f"{directory}/{name}", wave) for name in unlisted)
     for entry in tree.entries(config.apps_dir):
         if entry.kind == "file" and is_yaml_name(entry.name) and not is_kustomization_file(entry.name):
@@ -436,23 +437,105 @@ def _wave_dirs(tree: Tree, config: Config) -> list[tuple[Slot, str]]:
 
 
 def _wave_content(tree: Tree, directory: str) -> tuple[list[str], list[str]]:
-    """(names of the files the wave applies, names of its YAML files it does not apply)."""
+    """(paths below the wave of the files and unit directories it applies, names of its YAML files
+    and directories it does not apply)."""
     names: list[str] = []
+    dirs: list[str] = []
     kustomizations: list[str] = []
     for entry in tree.entries(directory):
         if entry.kind == "link":
             raise refuse_link(f"{directory}/{entry.name}")
         if entry.kind == "file":
             (kustomizations if is_kustomization_file(entry.name) else names).append(entry.name)
+        elif entry.kind == "dir":
+            dirs.append(entry.name)
     if not kustomizations:
-        applied = [n for n in names if is_yaml_name(n)]
-        return applied, []
+        return units.generated_listing(tree, directory), []
     if len(kustomizations) > 1:
         raise WaveBotError(f"has several kustomization files ({', '.join(kustomizations)}); kustomize accepts one",
                            path=directory, hint=f"keep {KUSTOMIZATION} (wave-bot generates it) and delete the others")
-    listed = set(listed_files(tree, f"{directory}/{kustomizations[0]}"))
-    applied = [n for n in names if n in listed]
-    return applied, [n for n in names if n not in listed and is_yaml_name(n)]
+    refs = units.wave_refs(tree, f"{directory}/{kustomizations[0]}")
+    applied = [r for r in refs if tree.kind(f"{directory}/{r}") in ("file", "dir")]
+    tops = {r.split("/", 1)[0] for r in applied}
+    return applied, [n for n in names if n not in tops and is_yaml_name(n)] + [d for d in dirs if d not in tops]
+
+
+def _applied(reader: _Reader, wave: Slot, paths: list[str]) -> list[WaveFile]:
+    """The files a wave applies through `paths`: plain files, and unit directories read as built."""
+    out: list[WaveFile] = []
+    for path in paths:
+        if reader.tree.kind(path) == "dir":
+            out += _unit_dir(reader, wave, path)
+        else:
+            found = _wave_file(reader, wave, path)
+            if found is not None:
+                out.append(found)
+    return out
+
+
+# A unit directory's kustomization with only these keys is read with the scanner (its namespace set
+# by hand); any other key goes through the kustomize evaluator. Most app directories are just that,
+# and a 4,000-directory repository must stay near the cost of parsing its files.
+_PLAIN_UNIT_KEYS = frozenset({"apiVersion", "kind", "resources", "namespace"})
+
+
+def _unit_dir(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
+    """What a wave applies through a unit directory: its kustomization's build (patches, namespace and
+    labels applied), or without one every manifest below it, as kustomize-controller generates it."""
+    tree = reader.tree
+    kfile = units.own_kustomization(tree, directory)
+    if kfile is None:  # listed by hand: wave-bot lists such a directory's files instead
+        reader.problem(directory, None, "is listed as a resource but has no kustomization.yaml, and kustomize "
+                       "refuses such a directory", wave, "run `wave-bot apply` to list its files instead")
+        return []
+    try:
+        doc = yamlio.load_one(tree.read(kfile), kfile)
+    except WaveBotError as exc:
+        reader.problem(kfile, exc.line, exc.message, wave, exc.hint)
+        return []
+    value = doc.value if doc is not None and isinstance(doc.value, dict) else None
+    refs = value.get("resources") if value is not None else None
+    namespace = value.get("namespace") if value is not None else None
+    if value is not None and set(value) <= _PLAIN_UNIT_KEYS and isinstance(refs, list) and all(
+            isinstance(r, str) and "/" not in r.removeprefix("./") and tree.kind(f"{directory}/{r}") == "file"
+            for r in refs) and (namespace is None or isinstance(namespace, str)):
+        found = _applied(reader, wave, [f"{directory}/{r.removeprefix('./')}" for r in refs])
+        return [_in_namespace(f, namespace) for f in found] if namespace else found
+    return _built_unit(reader, wave, directory)
+
+
+def _in_namespace(file: WaveFile, namespace: str) -> WaveFile:
+    """`file` as a kustomization's `namespace:` leaves it: every namespaced object moved there."""
+    moved = tuple(r if r.id.kind in CLUSTER_SCOPED else dataclasses.replace(
+        r, id=dataclasses.replace(r.id, namespace=namespace)) for r in file.resources)
+    return dataclasses.replace(file, resources=moved)
+
+
+def _built_unit(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
+    """A unit directory through the kustomize evaluator; each object keeps the file and line it
+    comes from, and its prune opt-out as the build leaves it (commonAnnotations and labels count)."""
+    try:
+        built = kustomize.build(reader.tree, directory)
+    except WaveBotError as exc:
+        reader.problem(exc.path or directory, exc.line, exc.message, wave, exc.hint or kustomize.HINT_BY_HAND)
+        return []
+    by_source: dict[str, list[Resource]] = {}
+    lines: dict[str, dict[ResourceId, int]] = {}
+    for obj in built.objects:
+        if obj.source not in lines:
+            parsed = reader.parse(obj.source, wave)
+            lines[obj.source] = {o.id: o.line for o in (parsed.objects if parsed else ()) if o.id is not None}
+        metadata = obj.value.get("metadata") or {}
+        flags = [str(v).casefold() for key in ("annotations", "labels")
+                 if isinstance(metadata.get(key), dict) for k, v in metadata[key].items() if k == PRUNE_KEY]
+        by_source.setdefault(obj.source, []).append(Resource(
+            obj.id, wave, obj.source, lines[obj.source].get(obj.original, 1), PRUNE_DISABLED.casefold() in flags))
+    out = []
+    for source, resources in by_source.items():
+        parsed = reader.parse(source, wave)
+        sops = ".sops." in posixpath.basename(source) or bool(parsed and parsed.sops_key)
+        out.append(WaveFile(source, wave, sops, tuple(resources)))
+    return out
 
 
 def _wave_file(reader: _Reader, wave: Slot, path: str) -> WaveFile | None:

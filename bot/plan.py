@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored
+from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, units
 from bot.catalog import load_catalog, missing_dir
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -139,7 +139,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
         template = {**template, "spec": {**template["spec"], "prune": True}}
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
-    generated = _generated(files, (*waves, *sides), template, config)
+    generated = _generated(tree, files, (*waves, *sides), template, config)
     writes = _writes(tree, generated)
     retired = _retire(tree, config, cutover, waves, fix_overlays) if cutover is not None else []
     # What Flux will apply once this lands, and (against the base) what it will delete.
@@ -314,12 +314,12 @@ def _deletes(tree: Tree, waves: tuple[Slot, ...], config: Config) -> list[Change
 
 
 def _generated(
-    files: list[AppFile], waves: tuple[Slot, ...], template: Mapping[str, Any], config: Config
+    tree: Tree, files: list[AppFile], waves: tuple[Slot, ...], template: Mapping[str, Any], config: Config
 ) -> dict[str, bytes]:
     resources: dict[Slot, list[str]] = {n: [] for n in waves}
     for file in files:
         if file.target_wave is not None:
-            resources[file.target_wave].append(file.name)
+            resources[file.target_wave] += units.listing(tree, file.path, file.listed(config), file.is_dir)
     out: dict[str, bytes] = {}
     for n in waves:
         kustomization, cr = _wave_files(n, config)
