@@ -6,6 +6,7 @@ kustomize` (a directory without a kustomization built as kustomize-controller ge
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -190,3 +191,66 @@ def test_the_dir_per_app_example_is_clean_and_builds(kubectl: Kubectl, capsys: p
                                                            if k == "Kustomization"}
     for n in range(3):
         assert kubectl(example / f"apps/wave-{n}").returncode == 0
+
+
+LEGACY = """---
+# The app tier: one Kustomization for all of apps/.
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  dependsOn:
+    - name: infrastructure
+  interval: 10m
+  path: ./apps
+  prune: true
+  wait: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"""
+
+
+def built_documents(kubectl: Kubectl, directory: Path) -> list[str]:
+    built = kubectl(directory)
+    assert built.returncode == 0, built.stderr
+    return sorted(yaml.safe_dump(d, sort_keys=True) for d in yaml.safe_load_all(built.stdout) if d)
+
+
+@pytest.mark.parametrize("own", [False, True], ids=["generated-by-flux", "apps-kustomization"])
+def test_the_cutover_splits_a_directory_per_app_tier(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, tmp_path: Path,
+        own: bool) -> None:
+    files = {"clusters/base/apps.yaml": LEGACY}
+    if own:  # the app tier's own kustomization lists the directories (sonarr's files: it has none)
+        files["apps/kustomization.yaml"] = KUSTOMIZE + "resources:\n  - postgres\n  - media/radarr\n" \
+            "  - media/sonarr/app.yaml\n  - media/sonarr/config/settings.yaml\n  - web.yaml\n"
+    repo = dir_repo(make_repo, files)
+    base = repo / "clusters/base/kustomization.yaml"
+    base.write_text(base.read_text() + "  - apps.yaml\n")
+    git(repo, "commit", "-qam", "the monolithic app tier")
+    # What `apps` applies: its kustomization's build, or the one kustomize-controller generates.
+    legacy_dir = repo / "apps"
+    if not own:
+        legacy_dir = tmp_path / "legacy"
+        shutil.copytree(repo / "apps", legacy_dir)
+        listed = ["postgres", "media/radarr", "media/sonarr/app.yaml", "media/sonarr/config/settings.yaml", "web.yaml"]
+        write_files(legacy_dir, {"kustomization.yaml": KUSTOMIZE + "resources:\n"
+                                 + "".join(f"  - {p}\n" for p in listed)})
+    legacy = built_documents(kubectl, legacy_dir)
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert [c["path"] for c in out["changes"]] == ["clusters/base/apps.yaml"]  # step 1: release only
+    git(repo, "commit", "-qam", "step 1: release apps")
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and [f["code"] for f in out["findings"] if f["severity"] == "error"] == []
+    assert ("apps/media/sonarr", "apps/wave-1/media/sonarr") in [
+        (c.get("from"), c["path"]) for c in out["changes"] if c["action"] == "move"]
+    assert not (repo / "clusters/base/apps.yaml").exists() and not (repo / "apps/kustomization.yaml").exists()
+    after = sorted(d for n in range(3) for d in built_documents(kubectl, repo / f"apps/wave-{n}"))
+    assert after == legacy and len(after) == 9  # the waves apply exactly what `apps` applied
+    assert kubectl(repo / "clusters/dev").returncode == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "step 2: the split")
+    assert run(repo, capsys, "check", "--base", "HEAD~1")[0] == 0
