@@ -406,7 +406,7 @@ def read_inventory(tree: Tree, config: Config, cache: ParseCache | None = None) 
     for wave, directory in _wave_dirs(tree, config):
         waves.append(wave)
         applied, unlisted = _wave_content(tree, directory)
-        files += _applied(reader, wave, [f"{directory}/{n}" for n in applied])
+        files += _applied(reader, wave, [(f"{directory}/{n}", is_dir) for n, is_dir in applied])
         stray += (StrayFile(f"{directory}/{name}", wave) for name in unlisted)
     for entry in tree.entries(config.apps_dir):
         if entry.kind == "file" and is_yaml_name(entry.name) and not is_kustomization_file(entry.name):
@@ -436,9 +436,9 @@ def _wave_dirs(tree: Tree, config: Config) -> list[tuple[Slot, str]]:
     return found
 
 
-def _wave_content(tree: Tree, directory: str) -> tuple[list[str], list[str]]:
-    """(paths below the wave of the files and unit directories it applies, names of its YAML files
-    and directories it does not apply)."""
+def _wave_content(tree: Tree, directory: str) -> tuple[list[tuple[str, bool]], list[str]]:
+    """((path below the wave, is a directory) of each file and unit directory it applies, names of its
+    YAML files and directories it does not apply)."""
     names: list[str] = []
     dirs: list[str] = []
     kustomizations: list[str] = []
@@ -450,21 +450,25 @@ def _wave_content(tree: Tree, directory: str) -> tuple[list[str], list[str]]:
         elif entry.kind == "dir":
             dirs.append(entry.name)
     if not kustomizations:
-        return units.generated_listing(tree, directory), []
+        return [(rel, "/" not in rel and rel in dirs) for rel in units.generated_listing(tree, directory)], []
     if len(kustomizations) > 1:
         raise WaveBotError(f"has several kustomization files ({', '.join(kustomizations)}); kustomize accepts one",
                            path=directory, hint=f"keep {KUSTOMIZATION} (wave-bot generates it) and delete the others")
     refs = units.wave_refs(tree, f"{directory}/{kustomizations[0]}")
-    applied = [r for r in refs if tree.kind(f"{directory}/{r}") in ("file", "dir")]
-    tops = {r.split("/", 1)[0] for r in applied}
+    # One look at the directory answers for the entries directly in it (nearly all, and thousands).
+    here = {**dict.fromkeys(names, "file"), **dict.fromkeys(dirs, "dir")}
+    kinds = [(r, here.get(r) if "/" not in r else tree.kind(f"{directory}/{r}")) for r in refs]
+    applied = [(r, kind == "dir") for r, kind in kinds if kind in ("file", "dir")]
+    tops = {r.split("/", 1)[0] for r, _ in applied}
     return applied, [n for n in names if n not in tops and is_yaml_name(n)] + [d for d in dirs if d not in tops]
 
 
-def _applied(reader: _Reader, wave: Slot, paths: list[str]) -> list[WaveFile]:
-    """The files a wave applies through `paths`: plain files, and unit directories read as built."""
+def _applied(reader: _Reader, wave: Slot, paths: list[tuple[str, bool]]) -> list[WaveFile]:
+    """The files a wave applies through `paths` (path, is a directory): plain files, and unit
+    directories read as built."""
     out: list[WaveFile] = []
-    for path in paths:
-        if reader.tree.kind(path) == "dir":
+    for path, is_dir in paths:
+        if is_dir:
             out += _unit_dir(reader, wave, path)
         else:
             found = _wave_file(reader, wave, path)
@@ -483,25 +487,40 @@ def _unit_dir(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
     """What a wave applies through a unit directory: its kustomization's build (patches, namespace and
     labels applied), or without one every manifest below it, as kustomize-controller generates it."""
     tree = reader.tree
-    kfile = units.own_kustomization(tree, directory)
-    if kfile is None:  # listed by hand: wave-bot lists such a directory's files instead
+    here: dict[str, str] = {}
+    for entry in tree.entries(directory):
+        if entry.kind == "link":
+            raise refuse_link(f"{directory}/{entry.name}")
+        here[entry.name] = entry.kind
+    kfile = next((f"{directory}/{n}" for n in kustomize.KUSTOMIZATION_FILES if here.get(n) == "file"), None)
+    if kfile is None:
+        if any(here.get(n) == "dir" for n in kustomize.KUSTOMIZATION_FILES):
+            return _built_unit(reader, wave, directory)  # let the evaluator say what is wrong
+        # Listed by hand: wave-bot lists such a directory's files instead.
         reader.problem(directory, None, "is listed as a resource but has no kustomization.yaml, and kustomize "
                        "refuses such a directory", wave, "run `wave-bot apply` to list its files instead")
         return []
     try:
-        doc = yamlio.load_one(tree.read(kfile), kfile)
+        docs = [d for d in yamlio.scan(tree.read(kfile), kfile, capture=_unit_field, line_depth=2) if not d.empty]
     except WaveBotError as exc:
         reader.problem(kfile, exc.line, exc.message, wave, exc.hint)
         return []
-    value = doc.value if doc is not None and isinstance(doc.value, dict) else None
-    refs = value.get("resources") if value is not None else None
-    namespace = value.get("namespace") if value is not None else None
-    if value is not None and set(value) <= _PLAIN_UNIT_KEYS and isinstance(refs, list) and all(
-            isinstance(r, str) and "/" not in r.removeprefix("./") and tree.kind(f"{directory}/{r}") == "file"
-            for r in refs) and (namespace is None or isinstance(namespace, str)):
-        found = _applied(reader, wave, [f"{directory}/{r.removeprefix('./')}" for r in refs])
+    doc = docs[0] if len(docs) == 1 and docs[0].is_mapping else None
+    keys = {p[0] for p in doc.lines if len(p) == 1} if doc is not None else set()
+    refs = [doc.scalars.get(p, "") for p in doc.lines if len(p) == 2 and p[0] == "resources"] if doc else []
+    plain = [r.removeprefix("./") for r in refs]
+    if doc is not None and keys <= _PLAIN_UNIT_KEYS and ("resources",) not in doc.scalars and (
+            "namespace" not in keys or ("namespace",) in doc.scalars) and all(
+            r and "/" not in r and here.get(r) == "file" and ("resources", i) in doc.scalars
+            for i, r in enumerate(plain)):
+        found = _applied(reader, wave, [(f"{directory}/{r}", False) for r in plain])
+        namespace = doc.scalars.get(("namespace",))
         return [_in_namespace(f, namespace) for f in found] if namespace else found
     return _built_unit(reader, wave, directory)
+
+
+def _unit_field(path: yamlio.Path) -> bool:
+    return len(path) <= 2 and path[0] in ("resources", "namespace")
 
 
 def _in_namespace(file: WaveFile, namespace: str) -> WaveFile:

@@ -146,7 +146,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     pending = [*moves, *writes, *retired]
     # With nothing to change (the steady state of most bot runs) what Flux applies once this lands
     # is the work tree, already read: reading it again would only repeat the same inventory.
-    now = here if here is not None and not pending else read_inventory(PlannedTree(tree, pending), config, cache)
+    # Without changes the planned tree is the work tree: read it directly, not through the overlay.
+    now = here if here is not None and not pending else read_inventory(
+        PlannedTree(tree, pending) if pending else tree, config, cache)
     findings = _placement_findings(files, graph, config)
     findings += restored.regeneration_findings(tree, writes, config, template_source, base)
     if cutover is not None and here is not None:
