@@ -169,6 +169,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         deepest_before = max(existing_waves(base, config), default=None)
         # Where each file was at base, from the inventory already read (no second walk of the base).
         base_waves: dict[str, Slot | None] | None = {
+            **units.directory_waves([*((f.path, f.wave) for f in before.stray),
+                                     *((f.path, f.wave) for f in before.files)], config),
             **{f.name: f.wave for f in before.stray}, **{f.name: f.wave for f in before.files}}
     else:
         base_waves = None
@@ -361,6 +363,8 @@ def _unplaced_fix(file: AppFile, graph: WaveGraph, config: Config) -> tuple[str,
     name = stem[: -len(suffixes[0])] if suffixes else stem
     nodes = difflib.get_close_matches(name, list(graph.nodes), n=1) or ["<node>"]
     renames = ", ".join(f"{nodes[0]}{suffix}.yaml" for suffix in config.file_suffixes)
+    if file.is_dir:  # a directory belongs to the node of its very name: no suffixes
+        renames = f"{nodes[0]}/"
     others = (f"rename it after the node it belongs to ({renames}), or list it in an extra unit's files: in "
               f"{config.source}")
     if not is_dns_label(name):

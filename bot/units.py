@@ -15,9 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot import yamlio
+from bot.config import Config
 from bot.errors import WaveBotError
 from bot.kustomize import KUSTOMIZATION_FILES
 from bot.naming import is_yaml_name
+from bot.side import Slot
 from bot.tree import Tree, refuse_link
 
 
@@ -127,3 +129,16 @@ def wave_refs(tree: Tree, kustomization: str) -> list[str]:
 
 def _resource_item(path: yamlio.Path) -> bool:
     return len(path) <= 2 and path[0] == "resources"
+
+
+def directory_waves(paths: list[tuple[str, Slot | None]], config: Config) -> dict[str, Slot]:
+    """Directory name -> its wave, for every directory holding one of `paths` (path, wave) inside a
+    wave: where each directory unit was at a revision (units keep their names when they move)."""
+    out: dict[str, Slot] = {}
+    for path, wave in paths:
+        if wave is None:
+            continue
+        rel = path[len(config.wave_dir(wave)) + 1:]
+        for name in rel.split("/")[:-1]:
+            out.setdefault(name, wave)
+    return out

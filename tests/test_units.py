@@ -137,6 +137,10 @@ def test_a_unit_directory_moving_later_is_judged_on_its_build(
     git(repo, "commit", "-qm", "split")
     (repo / "catalog/postgres.yaml").write_text(service("postgres", "web"))
     code, out = run(repo, capsys, "plan", "--base", "HEAD")
+    capsys.readouterr()
+    main(["plan", str(repo), "--base", "HEAD", "--format", "markdown"])
+    report = capsys.readouterr().out
+    assert "| `postgres` | wave 0 | wave 1 |" in report  # a move, not a unit new to the waves
     moved = [f for f in out["findings"] if f["code"] == "later-wave-move"]
     # The claim is in namespace db (the directory's kustomization), not the one its file names.
     assert [(f["severity"], f["resource"]) for f in moved if "PersistentVolumeClaim" in f["resource"]] == [
@@ -175,8 +179,9 @@ def test_an_unowned_directory_stays_where_it_is(
         "apps/vms/vm.yaml": deployment("vm"),  # directly under apps/, no unit inside: another tier
     })
     code, out = run(repo, capsys, "apply", "--fix-overlays")
-    unplaced = [f["path"] for f in out["findings"] if f["code"] == "unplaced-file"]
-    assert unplaced == ["apps/media/mystery"]
+    unplaced = [f for f in out["findings"] if f["code"] == "unplaced-file"]
+    assert [f["path"] for f in unplaced] == ["apps/media/mystery"]
+    assert "rename it after the node it belongs to (<node>/)" in unplaced[0]["message"]
     assert (repo / "apps/media/mystery/app.yaml").is_file() and (repo / "apps/vms/vm.yaml").is_file()
     assert code == 0 and run(repo, capsys, "check")[0] == 1
 
