@@ -513,21 +513,14 @@ def _unit_dir(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
             "namespace" not in keys or ("namespace",) in doc.scalars) and all(
             r and "/" not in r and here.get(r) == "file" and ("resources", i) in doc.scalars
             for i, r in enumerate(plain)):
-        found = _applied(reader, wave, [(f"{directory}/{r}", False) for r in plain])
-        namespace = doc.scalars.get(("namespace",))
-        return [_in_namespace(f, namespace) for f in found] if namespace else found
+        namespace = doc.scalars.get(("namespace",), "")
+        found = (_wave_file(reader, wave, f"{directory}/{r}", namespace) for r in plain)
+        return [f for f in found if f is not None]
     return _built_unit(reader, wave, directory)
 
 
 def _unit_field(path: yamlio.Path) -> bool:
     return len(path) <= 2 and path[0] in ("resources", "namespace")
-
-
-def _in_namespace(file: WaveFile, namespace: str) -> WaveFile:
-    """`file` as a kustomization's `namespace:` leaves it: every namespaced object moved there."""
-    moved = tuple(r if r.id.kind in CLUSTER_SCOPED else dataclasses.replace(
-        r, id=dataclasses.replace(r.id, namespace=namespace)) for r in file.resources)
-    return dataclasses.replace(file, resources=moved)
 
 
 def _built_unit(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
@@ -557,7 +550,8 @@ def _built_unit(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
     return out
 
 
-def _wave_file(reader: _Reader, wave: Slot, path: str) -> WaveFile | None:
+def _wave_file(reader: _Reader, wave: Slot, path: str, namespace: str = "") -> WaveFile | None:
+    """The file at `path`; `namespace`: its objects as a kustomization's `namespace:` leaves them."""
     parsed = reader.parse(path, wave)
     if parsed is None:
         return None
@@ -570,7 +564,9 @@ def _wave_file(reader: _Reader, wave: Slot, path: str) -> WaveFile | None:
                        f"and {len(bad) - PROBLEMS_PER_FILE} more documents that are not Kubernetes objects", wave)
     for obj in parsed.objects:
         if obj.id is not None:
-            resources.append(Resource(obj.id, wave, path, obj.line, obj.prune_disabled))
+            rid = obj.id if not namespace or obj.id.kind in CLUSTER_SCOPED else dataclasses.replace(
+                obj.id, namespace=namespace)
+            resources.append(Resource(rid, wave, path, obj.line, obj.prune_disabled))
     sops = ".sops." in posixpath.basename(path) or parsed.sops_key
     return WaveFile(path, wave, sops, tuple(resources))
 
