@@ -12,6 +12,9 @@ app manifest, and for a third of them a SOPS-encrypted Secret), then, in one run
 - counts the forge API requests of two bot runs on one pull request (the first pushes and
   comments; the second finds nothing to change and must write nothing).
 
+A second repository holds the same services one directory per app (issue 19: `--dirs`, default
+4,000), measured the same way.
+
 Targets (issue 12): apply <= 2x plan and linear (largest vs smallest size <= 1.1x the size ratio);
 plan --base <= 1.3x plan; plan <= 1.5x the PyYAML parse, memory per added service flat; API requests per
 run <= 3 plus comment pages, no write when nothing changed; `wave-bot --help` <= 0.3 s.
@@ -136,6 +139,37 @@ def generate(root: Path, count: int, seed: int = 7) -> list[Path]:
     return yaml_files
 
 
+UNIT_KUSTOMIZATION = """apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: {name}
+resources:
+{resources}"""
+
+
+def generate_dirs(root: Path, count: int, seed: int = 7) -> list[Path]:
+    """The directory-per-app repository (issue 19): each service a directory `apps/<name>/` (every
+    fourth in a grouping folder `apps/team-<k>/<name>/`), with its own kustomization (every fifth
+    without one, built as Flux generates it), the same manifests and Secrets, and the same catalog."""
+    yaml_files = generate(root, count, seed)
+    for path in [p for p in yaml_files if p.parent.name == "apps"]:
+        path.unlink()
+    yaml_files = [p for p in yaml_files if p.parent.name != "apps"]
+    for i in range(count):
+        name = f"svc-{i:05d}"
+        unit = root / "apps" / (f"team-{i % 7}/{name}" if i % 4 == 0 else name)
+        unit.mkdir(parents=True)
+        files = {unit / "app.yaml": APP.format(name=name)}
+        if i % 3 == 0:
+            files[unit / "bootstrap-secret.sops.yaml"] = SECRET.format(name=name)
+        if i % 5:
+            files[unit / "kustomization.yaml"] = UNIT_KUSTOMIZATION.format(
+                name=name, resources="".join(f"  - {p.name}\n" for p in files))
+        for path, text in files.items():
+            path.write_text(text)
+            yaml_files.append(path)
+    return yaml_files
+
+
 def git_env() -> dict[str, str]:
     """A git environment free of the caller's repository, identity, hooks and config."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
@@ -220,9 +254,9 @@ class Figures:
     renames: int
 
 
-def layout(root: Path, count: int) -> None:
+def layout(root: Path, count: int, generator: Callable[[Path, int], list[Path]] = generate) -> None:
     """The synthetic repository of `count` services, committed in the pre-split layout."""
-    generate(root, count)
+    generator(root, count)
     run_git(root, "init", "--quiet", "--initial-branch=main")
     commit_all(root, "the pre-split layout")
 
@@ -237,10 +271,11 @@ def idle_plan_mib() -> float:
         return peak_rss_mib("plan", "--base", "HEAD", str(root))
 
 
-def measure(count: int, repeat: int, idle_mib: float) -> Figures:
+def measure(count: int, repeat: int, idle_mib: float,
+            generator: Callable[[Path, int], list[Path]] = generate) -> Figures:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "repo"
-        layout(root, count)
+        layout(root, count, generator)
         pre_split = run_git(root, "rev-parse", "HEAD").strip()
 
         def apply() -> float:
@@ -260,8 +295,11 @@ def measure(count: int, repeat: int, idle_mib: float) -> Figures:
         renames = sum(1 for field in status if field.startswith("R100"))
         run_git(root, "commit", "--quiet", "--no-verify", "-m", "the cutover")
         cutover = run_git(root, "rev-parse", "HEAD").strip()
+        # What plan reads besides what it writes itself (the waves' kustomizations); a unit
+        # directory's own kustomization is one of the files parsed.
         yaml_files = [p for p in root.rglob("*.yaml")
-                      if p.name != "kustomization.yaml" and "clusters" not in p.parts and ".git" not in p.parts]
+                      if not (p.name == "kustomization.yaml" and p.parent.name.startswith("wave-"))
+                      and "clusters" not in p.parts and ".git" not in p.parts]
 
         # Interleaved, one round of each per repeat: a spell of load from elsewhere on a shared machine
         # then slows every figure of that round alike instead of only the one running at the time.
@@ -360,6 +398,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (200,800) and one run each, to iterate")
     parser.add_argument("--repeat", type=int, default=3, help="runs per plan/parse figure (the best is kept)")
     parser.add_argument("--no-api", action="store_true", help="skip counting the bot's API requests")
+    parser.add_argument("--dirs", type=int, default=4000,
+                        help="services of the directory-per-app repository (0: skip it)")
     parser.add_argument("--wall", action="store_true",
                         help="time by the wall clock (default: CPU seconds of the process and its git children, "
                         "which other load on a shared machine does not inflate)")
@@ -406,6 +446,14 @@ def main() -> int:
     flat = len(slopes) < 2 or slopes[-1] <= 1.25 * slopes[0]
     print(f"  memory per service flat: {', '.join(f'{s:.1f}' for s in slopes) or 'n/a'} KiB per added service "
           f"between sizes (peak {last.peak_mib:.0f} MiB at {last.services}) -> {verdict(flat)}")
+    dirs = 800 if args.quick and args.dirs else args.dirs
+    if dirs:
+        d = measure(dirs, repeat, idle, generate_dirs)
+        print(f"\ndirectory per app (issue 19): {d.services} services, {d.files} files, apply {d.apply:.2f} s, "
+              f"plan {d.plan:.2f} s, plan --base {d.plan_base:.2f} s, PyYAML {d.pyyaml:.2f} s, {d.renames} renames")
+        print(f"  apply <= 2x plan: {d.apply / d.plan:.2f}x -> {verdict(d.apply <= 2 * d.plan)}")
+        print(f"  plan <= 1.5x a bare PyYAML CSafeLoader parse: {d.plan / d.pyyaml:.2f}x "
+              f"-> {verdict(d.plan <= 1.5 * d.pyyaml)}")
     if not args.no_api:
         for platform in ("github", "gitea"):
             first_run, second_run = api_requests(platform)

@@ -71,9 +71,12 @@ def load_catalog(tree: Tree, config: Config) -> list[Service]:
     """
     if tree.kind(config.catalog_dir) == "link":
         raise refuse_link(config.catalog_dir)
-    if tree.kind(config.catalog_dir) != "dir":
-        raise missing_dir(tree, config, "catalog_dir", config.catalog_dir, "catalog directory")
     services: dict[str, Service] = {}
+    if tree.kind(config.catalog_dir) != "dir":
+        # A repository adopting wave-bot may declare every unit in the config instead.
+        if not config.dependencies or config.where("catalog_dir")[0] is not None:
+            raise missing_dir(tree, config, "catalog_dir", config.catalog_dir, "catalog directory")
+        return declared_services(tree, config, services)
     for entry in tree.entries(config.catalog_dir):
         if not is_yaml_name(entry.name) or entry.kind == "dir":
             continue
@@ -90,6 +93,30 @@ def load_catalog(tree: Tree, config: Config) -> list[Service]:
                 hint="every service needs its own name; rename or delete one of the two",
             )
         services[service.name] = service
+    return declared_services(tree, config, services) if config.dependencies else sorted(
+        services.values(), key=lambda s: s.name)
+
+
+def declared_services(tree: Tree, config: Config, catalog: dict[str, Service]) -> list[Service]:
+    """`catalog` with the units `.wave-bot.yaml` declares under `dependencies`; a unit both define is
+    an error naming both places (the catalog stays the primary source: one place per unit)."""
+    doc = yamlio.load_one(tree.read(config.source), config.source)
+    assert doc is not None  # the config parsed, with dependencies in it
+    services = dict(catalog)
+    for name, needs in config.dependencies:
+        where = Where(doc, ("dependencies", name))
+        if name in catalog:
+            first = catalog[name]
+            raise WaveBotError(
+                f"dependencies declares '{name}', which {first.path}:{first.line} already defines",
+                path=config.source, line=where.line,
+                hint=f"keep one of the two: remove '{name}' from dependencies, or delete {first.path}",
+            )
+        found: dict[str, Dependency] = {}
+        for i, target in enumerate(needs):
+            found.setdefault(target, Dependency(target, Where(doc, ("dependencies", name, i))))
+        deps = tuple(found.values())
+        services[name] = Service(name=name, dependencies=deps, path=config.source, where=where)
     return sorted(services.values(), key=lambda s: s.name)
 
 

@@ -50,6 +50,8 @@ class Config:
     """Units that go to their wave's side branch: applied after what they need, gating nobody."""
     side_name: str = "{wave_name}-side"
     """The name of wave N's side branch; `{wave_name}` is wave N's name, `{n}` its number."""
+    dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Units declared here instead of by a ServiceDefinition: (name, what it needs), in file order."""
     source: str = field(default=CONFIG_FILE, compare=False)
     non_gating_lines: tuple[int, ...] = field(default=(), compare=False)
     """The line of each `non_gating` entry, for messages."""
@@ -191,6 +193,8 @@ def _convert(key: str, value: Any, path: str, info: yamlio.DocInfo) -> Any:
         return tuple(_extra_unit(item, path, info, i) for i, item in enumerate(value))
     if key == "kustomization_template":
         return _template(value, path, line)
+    if key == "dependencies":
+        return _dependencies(value, path, info)
     raise AssertionError(key)  # pragma: no cover - every dataclass field is handled above
 
 
@@ -221,6 +225,34 @@ def _extra_unit(item: Any, path: str, info: yamlio.DocInfo, index: int) -> Extra
     ):
         raise _bad(f"extra_units[{name}].files", "a list of file names (no directories)", path, line)
     return ExtraUnit(name=str(name), anchor=anchor, above=above, files=tuple(files), line=line)
+
+
+def _dependencies(value: Any, path: str, info: yamlio.DocInfo) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`dependencies: {unit: [what it needs, ...]}`, checked as the catalog checks a ServiceDefinition
+    (unknown names are left to the wave computation, which knows every unit)."""
+    if not isinstance(value, dict):
+        raise _bad("dependencies", "a mapping from each unit to the list of units it needs", path,
+                   info.line(("dependencies",)))
+    out = []
+    for name, needs in value.items():
+        line = info.line(("dependencies", name))
+        if not is_dns_label(name):
+            raise WaveBotError(f"dependencies names {shown(name)}, which is not a DNS-1123 label", path=path,
+                               line=line, hint="use lower-case letters, digits and '-', at most 63 characters")
+        needs = [] if needs is None else needs
+        if not isinstance(needs, list):
+            raise WaveBotError(f"dependencies of '{name}' must be a list of unit names", path=path, line=line,
+                               hint=f"write it as '{name}: [other-unit]'")
+        for index, target in enumerate(needs):
+            where = info.line(("dependencies", name, index))
+            if not is_dns_label(target):
+                raise WaveBotError(f"dependency {index + 1} of '{name}' must name a unit (a DNS-1123 label), got "
+                                   f"{shown(target)}", path=path, line=where, hint="write each as a plain name")
+            if target == name:
+                raise WaveBotError(f"'{name}' depends on itself", path=path, line=where,
+                                   hint="remove this dependency")
+        out.append((name, tuple(needs)))
+    return tuple(out)
 
 
 def _template(value: Any, path: str, line: int) -> Mapping[str, Any]:

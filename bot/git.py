@@ -1,6 +1,7 @@
 """The only module that runs git: every call through `_run`, in an environment `clean_env` builds."""
 from __future__ import annotations
 
+import bisect
 import collections
 import logging
 import os
@@ -96,12 +97,20 @@ def mover(root: str, env: Mapping[str, str] | None = None) -> IndexMoves | None:
             if stage == b"0":
                 staged[path] = (mode, oid)
         lines = []
+        ordered = sorted(staged)
         for src, dst in moves:
-            entry = staged.get(os.fsencode(prefix + src))
-            if entry is not None:
-                mode, oid = entry
-                lines.append(b"0 %s\t%s\0" % (b"0" * len(oid), os.fsencode(prefix + src)))
-                lines.append(b"%s %s 0\t%s\0" % (mode, oid, os.fsencode(prefix + dst)))
+            pairs = [(os.fsencode(prefix + src), os.fsencode(prefix + dst))]
+            if pairs[0][0] not in staged:  # a directory moved as a whole: every tracked file below it
+                below = os.fsencode(prefix + src + "/")
+                at = bisect.bisect_left(ordered, below)
+                pairs = []
+                while at < len(ordered) and ordered[at].startswith(below):
+                    pairs.append((ordered[at], os.fsencode(prefix + dst + "/") + ordered[at][len(below):]))
+                    at += 1
+            for old, new in pairs:
+                mode, oid = staged[old]
+                lines.append(b"0 %s\t%s\0" % (b"0" * len(oid), old))
+                lines.append(b"%s %s 0\t%s\0" % (mode, oid, new))
         if not lines:
             return
         done = _run(top, ["update-index", "-z", "--index-info"], env, b"".join(lines))

@@ -31,10 +31,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from bot import yamlio
+from bot import kustomize, units, yamlio
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.kustomizations import applied_files, is_kustomization_file, listed_files, read_kustomizations
+from bot.kustomizations import applied_files, is_kustomization_file, read_kustomizations
+from bot.kustomize import CLUSTER_SCOPED
 from bot.model import Finding
 from bot.naming import is_yaml_name
 from bot.placement import KUSTOMIZATION
@@ -405,7 +406,7 @@ def read_inventory(tree: Tree, config: Config, cache: ParseCache | None = None) 
     for wave, directory in _wave_dirs(tree, config):
         waves.append(wave)
         applied, unlisted = _wave_content(tree, directory)
-        files += (f for f in (_wave_file(reader, wave, f"{directory}/{n}") for n in applied) if f is not None)
+        files += _applied(reader, wave, [(f"{directory}/{n}", is_dir) for n, is_dir in applied])
         stray += (StrayFile(f"{directory}/{name}", wave) for name in unlisted)
     for entry in tree.entries(config.apps_dir):
         if entry.kind == "file" and is_yaml_name(entry.name) and not is_kustomization_file(entry.name):
@@ -435,27 +436,122 @@ def _wave_dirs(tree: Tree, config: Config) -> list[tuple[Slot, str]]:
     return found
 
 
-def _wave_content(tree: Tree, directory: str) -> tuple[list[str], list[str]]:
-    """(names of the files the wave applies, names of its YAML files it does not apply)."""
+def _wave_content(tree: Tree, directory: str) -> tuple[list[tuple[str, bool]], list[str]]:
+    """((path below the wave, is a directory) of each file and unit directory it applies, names of its
+    YAML files and directories it does not apply)."""
     names: list[str] = []
+    dirs: list[str] = []
     kustomizations: list[str] = []
     for entry in tree.entries(directory):
         if entry.kind == "link":
             raise refuse_link(f"{directory}/{entry.name}")
         if entry.kind == "file":
             (kustomizations if is_kustomization_file(entry.name) else names).append(entry.name)
+        elif entry.kind == "dir":
+            dirs.append(entry.name)
     if not kustomizations:
-        applied = [n for n in names if is_yaml_name(n)]
-        return applied, []
+        return [(rel, "/" not in rel and rel in dirs) for rel in units.generated_listing(tree, directory)], []
     if len(kustomizations) > 1:
         raise WaveBotError(f"has several kustomization files ({', '.join(kustomizations)}); kustomize accepts one",
                            path=directory, hint=f"keep {KUSTOMIZATION} (wave-bot generates it) and delete the others")
-    listed = set(listed_files(tree, f"{directory}/{kustomizations[0]}"))
-    applied = [n for n in names if n in listed]
-    return applied, [n for n in names if n not in listed and is_yaml_name(n)]
+    refs = units.wave_refs(tree, f"{directory}/{kustomizations[0]}")
+    # One look at the directory answers for the entries directly in it (nearly all, and thousands).
+    here = {**dict.fromkeys(names, "file"), **dict.fromkeys(dirs, "dir")}
+    kinds = [(r, here.get(r) if "/" not in r else tree.kind(f"{directory}/{r}")) for r in refs]
+    applied = [(r, kind == "dir") for r, kind in kinds if kind in ("file", "dir")]
+    tops = {r.split("/", 1)[0] for r, _ in applied}
+    return applied, [n for n in names if n not in tops and is_yaml_name(n)] + [d for d in dirs if d not in tops]
 
 
-def _wave_file(reader: _Reader, wave: Slot, path: str) -> WaveFile | None:
+def _applied(reader: _Reader, wave: Slot, paths: list[tuple[str, bool]]) -> list[WaveFile]:
+    """The files a wave applies through `paths` (path, is a directory): plain files, and unit
+    directories read as built."""
+    out: list[WaveFile] = []
+    for path, is_dir in paths:
+        if is_dir:
+            out += _unit_dir(reader, wave, path)
+        else:
+            found = _wave_file(reader, wave, path)
+            if found is not None:
+                out.append(found)
+    return out
+
+
+# A unit directory's kustomization with only these keys is read with the scanner (its namespace set
+# by hand); any other key goes through the kustomize evaluator. Most app directories are just that,
+# and a 4,000-directory repository must stay near the cost of parsing its files.
+_PLAIN_UNIT_KEYS = frozenset({"apiVersion", "kind", "resources", "namespace"})
+
+
+def _unit_dir(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
+    """What a wave applies through a unit directory: its kustomization's build (patches, namespace and
+    labels applied), or without one every manifest below it, as kustomize-controller generates it."""
+    tree = reader.tree
+    here: dict[str, str] = {}
+    for entry in tree.entries(directory):
+        if entry.kind == "link":
+            raise refuse_link(f"{directory}/{entry.name}")
+        here[entry.name] = entry.kind
+    kfile = next((f"{directory}/{n}" for n in kustomize.KUSTOMIZATION_FILES if here.get(n) == "file"), None)
+    if kfile is None:
+        if any(here.get(n) == "dir" for n in kustomize.KUSTOMIZATION_FILES):
+            return _built_unit(reader, wave, directory)  # let the evaluator say what is wrong
+        # Listed by hand: wave-bot lists such a directory's files instead.
+        reader.problem(directory, None, "is listed as a resource but has no kustomization.yaml, and kustomize "
+                       "refuses such a directory", wave, "run `wave-bot apply` to list its files instead")
+        return []
+    try:
+        docs = [d for d in yamlio.scan(tree.read(kfile), kfile, capture=_unit_field, line_depth=2) if not d.empty]
+    except WaveBotError as exc:
+        reader.problem(kfile, exc.line, exc.message, wave, exc.hint)
+        return []
+    doc = docs[0] if len(docs) == 1 and docs[0].is_mapping else None
+    keys = {p[0] for p in doc.lines if len(p) == 1} if doc is not None else set()
+    refs = [doc.scalars.get(p, "") for p in doc.lines if len(p) == 2 and p[0] == "resources"] if doc else []
+    plain = [r.removeprefix("./") for r in refs]
+    if doc is not None and keys <= _PLAIN_UNIT_KEYS and ("resources",) not in doc.scalars and (
+            "namespace" not in keys or ("namespace",) in doc.scalars) and all(
+            r and "/" not in r and here.get(r) == "file" and ("resources", i) in doc.scalars
+            for i, r in enumerate(plain)):
+        namespace = doc.scalars.get(("namespace",), "")
+        found = (_wave_file(reader, wave, f"{directory}/{r}", namespace) for r in plain)
+        return [f for f in found if f is not None]
+    return _built_unit(reader, wave, directory)
+
+
+def _unit_field(path: yamlio.Path) -> bool:
+    return len(path) <= 2 and path[0] in ("resources", "namespace")
+
+
+def _built_unit(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
+    """A unit directory through the kustomize evaluator; each object keeps the file and line it
+    comes from, and its prune opt-out as the build leaves it (commonAnnotations and labels count)."""
+    try:
+        built = kustomize.build(reader.tree, directory)
+    except WaveBotError as exc:
+        reader.problem(exc.path or directory, exc.line, exc.message, wave, exc.hint or kustomize.HINT_BY_HAND)
+        return []
+    by_source: dict[str, list[Resource]] = {}
+    lines: dict[str, dict[ResourceId, int]] = {}
+    for obj in built.objects:
+        if obj.source not in lines:
+            parsed = reader.parse(obj.source, wave)
+            lines[obj.source] = {o.id: o.line for o in (parsed.objects if parsed else ()) if o.id is not None}
+        metadata = obj.value.get("metadata") or {}
+        flags = [str(v).casefold() for key in ("annotations", "labels")
+                 if isinstance(metadata.get(key), dict) for k, v in metadata[key].items() if k == PRUNE_KEY]
+        by_source.setdefault(obj.source, []).append(Resource(
+            obj.id, wave, obj.source, lines[obj.source].get(obj.original, 1), PRUNE_DISABLED.casefold() in flags))
+    out = []
+    for source, resources in by_source.items():
+        parsed = reader.parse(source, wave)
+        sops = ".sops." in posixpath.basename(source) or bool(parsed and parsed.sops_key)
+        out.append(WaveFile(source, wave, sops, tuple(resources)))
+    return out
+
+
+def _wave_file(reader: _Reader, wave: Slot, path: str, namespace: str = "") -> WaveFile | None:
+    """The file at `path`; `namespace`: its objects as a kustomization's `namespace:` leaves them."""
     parsed = reader.parse(path, wave)
     if parsed is None:
         return None
@@ -468,7 +564,9 @@ def _wave_file(reader: _Reader, wave: Slot, path: str) -> WaveFile | None:
                        f"and {len(bad) - PROBLEMS_PER_FILE} more documents that are not Kubernetes objects", wave)
     for obj in parsed.objects:
         if obj.id is not None:
-            resources.append(Resource(obj.id, wave, path, obj.line, obj.prune_disabled))
+            rid = obj.id if not namespace or obj.id.kind in CLUSTER_SCOPED else dataclasses.replace(
+                obj.id, namespace=namespace)
+            resources.append(Resource(rid, wave, path, obj.line, obj.prune_disabled))
     sops = ".sops." in posixpath.basename(path) or parsed.sops_key
     return WaveFile(path, wave, sops, tuple(resources))
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored
+from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, units
 from bot.catalog import load_catalog, missing_dir
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -139,14 +139,16 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
         template = {**template, "spec": {**template["spec"], "prune": True}}
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
-    generated = _generated(files, (*waves, *sides), template, config)
+    generated = _generated(tree, files, (*waves, *sides), template, config)
     writes = _writes(tree, generated)
     retired = _retire(tree, config, cutover, waves, fix_overlays) if cutover is not None else []
     # What Flux will apply once this lands, and (against the base) what it will delete.
     pending = [*moves, *writes, *retired]
     # With nothing to change (the steady state of most bot runs) what Flux applies once this lands
     # is the work tree, already read: reading it again would only repeat the same inventory.
-    now = here if here is not None and not pending else read_inventory(PlannedTree(tree, pending), config, cache)
+    # Without changes the planned tree is the work tree: read it directly, not through the overlay.
+    now = here if here is not None and not pending else read_inventory(
+        PlannedTree(tree, pending) if pending else tree, config, cache)
     findings = _placement_findings(files, graph, config)
     findings += restored.regeneration_findings(tree, writes, config, template_source, base)
     if cutover is not None and here is not None:
@@ -167,6 +169,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         deepest_before = max(existing_waves(base, config), default=None)
         # Where each file was at base, from the inventory already read (no second walk of the base).
         base_waves: dict[str, Slot | None] | None = {
+            **units.directory_waves([*((f.path, f.wave) for f in before.stray),
+                                     *((f.path, f.wave) for f in before.files)], config),
             **{f.name: f.wave for f in before.stray}, **{f.name: f.wave for f in before.files}}
     else:
         base_waves = None
@@ -314,12 +318,12 @@ def _deletes(tree: Tree, waves: tuple[Slot, ...], config: Config) -> list[Change
 
 
 def _generated(
-    files: list[AppFile], waves: tuple[Slot, ...], template: Mapping[str, Any], config: Config
+    tree: Tree, files: list[AppFile], waves: tuple[Slot, ...], template: Mapping[str, Any], config: Config
 ) -> dict[str, bytes]:
     resources: dict[Slot, list[str]] = {n: [] for n in waves}
     for file in files:
         if file.target_wave is not None:
-            resources[file.target_wave].append(file.name)
+            resources[file.target_wave] += units.listing(tree, file.path, file.listed(config), file.is_dir)
     out: dict[str, bytes] = {}
     for n in waves:
         kustomization, cr = _wave_files(n, config)
@@ -359,6 +363,8 @@ def _unplaced_fix(file: AppFile, graph: WaveGraph, config: Config) -> tuple[str,
     name = stem[: -len(suffixes[0])] if suffixes else stem
     nodes = difflib.get_close_matches(name, list(graph.nodes), n=1) or ["<node>"]
     renames = ", ".join(f"{nodes[0]}{suffix}.yaml" for suffix in config.file_suffixes)
+    if file.is_dir:  # a directory belongs to the node of its very name: no suffixes
+        renames = f"{nodes[0]}/"
     others = (f"rename it after the node it belongs to ({renames}), or list it in an extra unit's files: in "
               f"{config.source}")
     if not is_dns_label(name):

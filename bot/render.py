@@ -40,6 +40,18 @@ DEFAULT_TEMPLATE: Mapping[str, Any] = {
 # File names YAML reads back as the same plain string whatever the context: no indicator, no space,
 # no quote, never a number, boolean or null (they end in .yaml/.yml).
 PLAIN_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\.ya?ml")
+# Unit directories and the files inside them: segments of the same characters. One holding a `/`
+# is a string in every YAML version; a bare directory name is, if it starts with a letter, has no
+# dot and is none of YAML 1.1's booleans and nulls (a directory `no` would read back as false).
+PLAIN_PATH = re.compile(r"[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)+|[a-z][a-z0-9-]*")
+_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
+def _plain(name: str) -> bool:
+    return PLAIN_NAME.fullmatch(name) is not None or (
+        PLAIN_PATH.fullmatch(name) is not None and name not in _YAML_WORDS)
+
+
 WAVE_KUSTOMIZATION_HEAD = f"{HEADER}apiVersion: {KUSTOMIZATION_API}\nkind: Kustomization\n"
 
 
@@ -51,7 +63,7 @@ def wave_kustomization(resources: Iterable[str]) -> bytes:
     services the dumper was a tenth of `plan`.
     """
     names = sorted(resources)
-    if names and all(PLAIN_NAME.fullmatch(name) for name in names):
+    if names and all(_plain(name) for name in names):
         return (WAVE_KUSTOMIZATION_HEAD + "resources:\n" + "".join(f"  - {name}\n" for name in names)).encode()
     return yamlio.dump({"apiVersion": KUSTOMIZATION_API, "kind": "Kustomization", "resources": names}, HEADER)
 

@@ -68,6 +68,19 @@ def split(path: str) -> tuple[str, str]:
     return head, tail
 
 
+def _files_below(tree: Tree, directory: str) -> list[str]:
+    """Every file below `directory`, relative to it; links are refused (never followed)."""
+    out: list[str] = []
+    for entry in tree.entries(directory):
+        if entry.kind == "dir":
+            out += (f"{entry.name}/{rel}" for rel in _files_below(tree, f"{directory}/{entry.name}"))
+        elif entry.kind == "link":
+            raise refuse_link(f"{directory}/{entry.name}")
+        else:
+            out.append(entry.name)
+    return out
+
+
 class PlannedTree:
     """`base` as it will be once `changes` are applied."""
 
@@ -78,9 +91,13 @@ class PlannedTree:
         for change in changes:
             if change.action == "move":
                 assert change.source is not None
-                self._content[change.source] = None
-                self._origin[change.path] = self._origin.pop(change.source, change.source)
-                self._content.pop(change.path, None)
+                # A unit directory moves as a whole: every file below it goes along, same relative path.
+                pairs = [(f"{change.source}/{rel}", f"{change.path}/{rel}") for rel in _files_below(base, change.source)
+                         ] if base.kind(change.source) == "dir" else [(change.source, change.path)]
+                for source, path in pairs:
+                    self._content[source] = None
+                    self._origin[path] = self._origin.pop(source, source)
+                    self._content.pop(path, None)
             elif change.action == "delete":
                 self._content[change.path] = None
                 self._origin.pop(change.path, None)

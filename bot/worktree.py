@@ -233,7 +233,7 @@ def _preflight(tree: FsTree, changes: Sequence[Change]) -> None:
         kind = tree.kind(change.path)
         if change.action == "move":
             assert change.source is not None
-            if tree.kind(change.source) != "file":
+            if tree.kind(change.source) not in ("file", "dir"):  # a directory: a unit moving as a whole
                 raise WaveBotError("vanished or is not a regular file; nothing was changed", path=change.source)
             if kind is not None:
                 raise WaveBotError(f"already exists; cannot move {change.source} here", path=change.path)

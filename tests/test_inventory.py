@@ -147,12 +147,13 @@ def test_kustomization_yaml_decides_what_a_wave_applies(tmp_path: Path) -> None:
         "apps/wave-0/a.yaml": deployment("a"),
         "apps/wave-0/unlisted.yaml": deployment("u"),
         "apps/wave-0/notes.txt": "not yaml",
-        "apps/wave-0/sub/b.yaml": deployment("b"),
+        "apps/wave-0/sub/b.yaml": deployment("b"),  # listed, but kustomize refuses a directory without one
         "apps/loose.yaml": deployment("loose"),
     })
     inv = inventory(tmp_path)
     assert [f.path for f in inv.files] == ["apps/wave-0/a.yaml"]
     assert inv.counts() == {0: 2}
+    assert [(p.code, p.path) for p in inv.problems] == [("invalid-manifest", "apps/wave-0/sub")]
     assert inv.stray == (StrayFile("apps/loose.yaml", None), StrayFile("apps/wave-0/unlisted.yaml", 0))
     assert inv.paths_by_name["unlisted.yaml"] == ("apps/wave-0/unlisted.yaml",)
 
