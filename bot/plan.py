@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored
+from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, tiers
 from bot.catalog import load_catalog, missing_dir
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -187,6 +187,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     findings += overlaycheck.new_deepest_wave_findings(planned, config, waves, deepest_before, builds)
     findings += overlaycheck.decryption_findings(planned, config, every, set(now.sops_waves()), builds)
     findings += imageauto.coverage_findings(planned, config, every)
+    findings += tiers.tier_findings(planned, config, builds)
     placed: dict[Slot, set[str]] = {}
     for file in files:
         if file.node is not None and file.target_wave is not None:
