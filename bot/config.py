@@ -50,6 +50,8 @@ class Config:
     """Units that go to their wave's side branch: applied after what they need, gating nobody."""
     side_name: str = "{wave_name}-side"
     """The name of wave N's side branch; `{wave_name}` is wave N's name, `{n}` its number."""
+    strict_substitution: bool = True
+    """Flux >= 2.9 fails a reconcile on a `${VAR}` no postBuild source defines; false for older Flux."""
     source: str = field(default=CONFIG_FILE, compare=False)
     non_gating_lines: tuple[int, ...] = field(default=(), compare=False)
     """The line of each `non_gating` entry, for messages."""
@@ -191,6 +193,10 @@ def _convert(key: str, value: Any, path: str, info: yamlio.DocInfo) -> Any:
         return tuple(_extra_unit(item, path, info, i) for i, item in enumerate(value))
     if key == "kustomization_template":
         return _template(value, path, line)
+    if key == "strict_substitution":
+        if not isinstance(value, bool):
+            raise _bad(key, "true or false", path, line)
+        return value
     raise AssertionError(key)  # pragma: no cover - every dataclass field is handled above
 
 

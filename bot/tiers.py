@@ -352,10 +352,13 @@ def _cycle_issue(cycle: list[tuple[Tier, Dependency, Tier]]) -> Issue:
 
 
 def tier_findings(tree: Tree, config: Config, builds: Builds | None = None) -> list[Finding]:
-    """Every tier check on every entrypoint: the dependsOn graph."""
+    """Every tier check on every entrypoint: the dependsOn graph, substitution."""
+    from bot import substitution  # it builds on this module's model
+
     entries = entrypoints(tree, config, builds)
     labels = [e.label for e in entries]
     issues = [(e.label, i) for e in entries for i in graph_issues(e)]
+    issues += [(e.label, i) for e in entries for i in substitution.issues(e, config)]
     return merge(issues, config, labels)
 
 
