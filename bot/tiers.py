@@ -352,14 +352,14 @@ def _cycle_issue(cycle: list[tuple[Tier, Dependency, Tier]]) -> Issue:
 
 
 def tier_findings(tree: Tree, config: Config, builds: Builds | None = None) -> list[Finding]:
-    """Every tier check on every entrypoint: the dependsOn graph, substitution."""
-    from bot import substitution  # it builds on this module's model
+    """Every tier check on every entrypoint: the dependsOn graph, substitution, CRD provenance."""
+    from bot import crds, substitution  # they build on this module's model
 
     entries = entrypoints(tree, config, builds)
     labels = [e.label for e in entries]
     issues = [(e.label, i) for e in entries for i in graph_issues(e)]
     issues += [(e.label, i) for e in entries for i in substitution.issues(e, config)]
-    return merge(issues, config, labels)
+    return [*merge(issues, config, labels), *crds.findings(entries, config)]
 
 
 __all__ = [

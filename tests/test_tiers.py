@@ -108,6 +108,167 @@ def test_a_depends_on_across_namespaces_must_name_the_namespace(
 
 
 
+# ---- CRD provenance --------------------------------------------------------------------------------
+
+CDI_CR = "apiVersion: cdi.kubevirt.io/v1beta1\nkind: CDI\nmetadata:\n  name: cdi\nspec: {}\n"
+PROFILE = ("apiVersion: cdi.kubevirt.io/v1beta1\nkind: StorageProfile\nmetadata:\n  name: longhorn\n"
+           "spec:\n  claimPropertySets:\n    - accessModes: [ReadWriteMany]\n      volumeMode: Block\n")
+
+
+def crd(group: str, kind: str) -> str:
+    plural = f"{kind.lower()}s"
+    return (f"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n"
+            f"  name: {plural}.{group}\nspec:\n  group: {group}\n  names: {{kind: {kind}, plural: {plural}}}\n"
+            "  scope: Cluster\n  versions:\n"
+            "    - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n")
+
+
+def with_cdi_operator(repo: Path) -> None:
+    """platform applies cdi-operator, which registers only cdis.cdi.kubevirt.io."""
+    write_files(repo, {"platform/cdi-operator.yaml": crd("cdi.kubevirt.io", "CDI")})
+    _list(repo, "platform", "cnpg-system.yaml", "cdi-operator.yaml")
+
+
+def test_a_second_order_crd_in_the_pass_of_its_creating_cr(
+        capsys: pytest.CaptureFixture[str], example_repo: Path, kubectl: Kubectl) -> None:
+    with_cdi_operator(example_repo)
+    write_files(example_repo, {"platform-config/cdi.yaml": CDI_CR, "platform-config/cdi-storageprofiles.yaml": PROFILE})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "cdi.yaml", "cdi-storageprofiles.yaml")
+    # kustomize itself puts the CR and the profile in one pass:
+    built = {(d.value["kind"]) for d in yamlio.load(kubectl(example_repo / "platform-config").stdout.encode(), "out")}
+    assert {"CDI", "StorageProfile"} <= built
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "crd-")
+    assert (finding["code"], finding["severity"]) == ("crd-same-pass-as-creator", "error")
+    assert finding["resource"] == "cdi.kubevirt.io/StorageProfile"
+    assert "platform-config/cdi.yaml" in finding["message"]
+    fix = finding["fix"]
+    new = next(d.value for d in yamlio.load(fix.encode(), "fix") if isinstance(d.value, dict))
+    assert new["metadata"]["name"] == "platform-config-cdi"
+    assert new["spec"]["dependsOn"] == [{"name": "platform-config"}] and new["spec"]["wait"] is True
+    assert new["spec"]["path"] == "./platform-config-cdi"
+    # The fix as the issue describes it: the profiles in a tier of their own, after the CR's tier.
+    (example_repo / "platform-config/cdi-storageprofiles.yaml").rename(example_repo / "cdi-storageprofiles.yaml")
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "cdi.yaml")
+    (example_repo / "platform-config-cdi").mkdir()
+    (example_repo / "cdi-storageprofiles.yaml").rename(example_repo / "platform-config-cdi/cdi-storageprofiles.yaml")
+    _list(example_repo, "platform-config-cdi", "cdi-storageprofiles.yaml")
+    write_files(example_repo, {"clusters/base/platform-config-cdi.yaml": yamlio.dump(new).decode()})
+    add_base_entry(example_repo, "platform-config-cdi")
+    code, report = check(capsys, example_repo)
+    assert found(report, "crd-") == [] and code == 0
+
+
+@pytest.mark.parametrize(("creator", "created", "resource"), [
+    ("apiVersion: kubevirt.io/v1\nkind: KubeVirt\nmetadata:\n  name: kubevirt\n",
+     "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: vm\n", "kubevirt.io/VirtualMachine"),
+    ("apiVersion: templates.gatekeeper.sh/v1\nkind: ConstraintTemplate\nmetadata:\n  name: k8srequiredlabels\n"
+     "spec:\n  crd:\n    spec:\n      names:\n        kind: K8sRequiredLabels\n",
+     "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sRequiredLabels\nmetadata:\n  name: owner\n",
+     "constraints.gatekeeper.sh/K8sRequiredLabels"),
+    ("apiVersion: apiextensions.crossplane.io/v1\nkind: CompositeResourceDefinition\nmetadata:\n"
+     "  name: xdatabases.db.example.org\nspec:\n  group: db.example.org\n  names:\n    kind: XDatabase\n",
+     "apiVersion: db.example.org/v1\nkind: XDatabase\nmetadata:\n  name: db\n", "db.example.org/XDatabase"),
+    ("apiVersion: pkg.crossplane.io/v1\nkind: Provider\nmetadata:\n  name: provider-aws-s3\n",
+     "apiVersion: s3.aws.upbound.io/v1beta1\nkind: Bucket\nmetadata:\n  name: b\n", "s3.aws.upbound.io/Bucket"),
+])
+def test_the_built_in_second_order_table(creator: str, created: str, resource: str,
+                                         capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    kind = yamlio.load(creator.encode(), "creator")[0].value
+    group = kind["apiVersion"].split("/")[0]
+    write_files(example_repo, {"platform/operator.yaml": crd(group, kind["kind"]),
+                               "platform-config/cr.yaml": creator, "platform-config/made.yaml": created})
+    _list(example_repo, "platform", "cnpg-system.yaml", "operator.yaml")
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "cr.yaml", "made.yaml")
+    code, report = check(capsys, example_repo)
+    assert [(f["code"], f["resource"]) for f in found(report, "crd-")] == [("crd-same-pass-as-creator", resource)]
+    assert code == 1
+
+
+def test_a_second_order_crd_after_an_ungated_creator_races(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    with_cdi_operator(example_repo)
+    write_files(example_repo, {"platform-config/cdi.yaml": CDI_CR, "profiles/p.yaml": PROFILE,
+                               "clusters/base/profiles.yaml": tier("profiles", "profiles", "platform-config"),
+                               "clusters/base/platform-config.yaml": tier("platform-config", "platform-config",
+                                                                          "platform", wait=False)})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "cdi.yaml")
+    _list(example_repo, "profiles", "p.yaml")
+    add_base_entry(example_repo, "profiles")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "crd-")
+    assert (finding["code"], finding["severity"]) == ("crd-not-ordered", "error")
+    assert "not Ready-gated" in finding["message"] and finding["fix"].endswith("wait: true\n")
+
+
+WIDGET_CRD = crd("example.com", "Widget")
+WIDGET = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n"
+
+
+def test_a_crd_from_a_tier_it_does_not_depend_on_races(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    write_files(example_repo, {"extras/crd.yaml": WIDGET_CRD, "platform-config/widget.yaml": WIDGET,
+                               "clusters/base/extras.yaml": tier("extras", "extras", "platform")})
+    _list(example_repo, "extras", "crd.yaml")
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "widget.yaml")
+    add_base_entry(example_repo, "extras")
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "crd-")
+    assert (finding["code"], finding["resource"]) == ("crd-not-ordered", "example.com/Widget")
+    assert "platform-config does not depend on extras" in finding["message"]
+    deps = yamlio.load(finding["fix"].encode(), "fix")[0].value["dependsOn"]
+    assert deps == [{"name": "platform"}, {"name": "extras"}]
+    # The CRD in the same pass is fine: Flux applies CRDs first.
+    write_files(example_repo, {"platform-config/crd.yaml": WIDGET_CRD})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "widget.yaml", "crd.yaml")
+    code, report = check(capsys, example_repo)
+    assert found(report, "crd-") == []
+
+
+def test_a_kind_without_a_known_source_is_reported_once(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    snapshot_class = ("apiVersion: snapshot.storage.k8s.io/v1\nkind: VolumeSnapshotClass\nmetadata:\n  name: {}\n"
+                      "driver: driver.longhorn.io\ndeletionPolicy: Delete\n")
+    write_files(example_repo, {"platform-config/a.yaml": snapshot_class.format("a"),
+                               "platform-config/b.yaml": snapshot_class.format("b")})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "a.yaml", "b.yaml")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "crd-")  # StorageClass is built in; snapshot.storage.k8s.io is not
+    assert (finding["code"], finding["severity"]) == ("crd-source-unknown", "warning")
+    assert finding["resource"] == "snapshot.storage.k8s.io/VolumeSnapshotClass"
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + "  - kind: snapshot.storage.k8s.io/VolumeSnapshotClass\n"
+                      "    kustomization: platform\n")
+    code, report = check(capsys, example_repo)
+    assert found(report, "crd-") == []
+
+
+def test_config_declares_second_order_kinds(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    write_files(example_repo, {"platform-config/op.yaml": "apiVersion: ops.example.com/v1\nkind: Operator\n"
+                               "metadata:\n  name: op\n", "platform-config/widget.yaml": WIDGET})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "op.yaml", "widget.yaml")
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + "  - kind: example.com/Widget\n    created_by: ops.example.com/Operator\n"
+                      "  - kind: ops.example.com/Operator\n    kustomization: platform\n")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "crd-")
+    assert (finding["code"], finding["resource"]) == ("crd-same-pass-as-creator", "example.com/Widget")
+
+
+@pytest.mark.parametrize(("entry", "message", "line"), [
+    ("  - kind: Cluster\n    kustomization: platform\n", "'crd_sources[].kind' must be '<group>/<Kind>'", 20),
+    ("  - kind: a.io/B\n", "must set exactly one of kustomization, created_by", 20),
+    ("  - kind: a.io/B\n    kustomisation: platform\n", "unknown key 'kustomisation' in crd_sources", 21),
+])
+def test_a_malformed_crd_source(entry: str, message: str, line: int, capsys: pytest.CaptureFixture[str],
+                                example_repo: Path) -> None:
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + entry)
+    assert main(["check", str(example_repo)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and f".wave-bot.yaml:{line}:" in err
+
+
 # ---- substitution ------------------------------------------------------------------------------------
 
 
@@ -248,8 +409,8 @@ def test_sources_secrets_inline_and_optional(capsys: pytest.CaptureFixture[str],
 
 
 def test_every_tier_code_is_in_the_readme_table() -> None:
-    from bot import substitution, tiers
+    from bot import crds, substitution, tiers
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    for code in (*tiers.CODES, *substitution.CODES):
+    for code in (*tiers.CODES, *substitution.CODES, *crds.CODES):
         assert f"| `{code}` |" in readme, code
