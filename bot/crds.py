@@ -233,18 +233,24 @@ def _race(tier: Tier, obj: Object, gk: GroupKind, source: Tier, upstream: set[tu
     )
 
 
-def findings(entries: list[Entrypoint], config: Config) -> list[Finding]:
-    labels = [e.label for e in entries]
-    issues: list[tuple[str, Issue]] = []
+def issues(entry: Entrypoint, config: Config) -> list[Issue]:
+    """The deadlocks and races on one entrypoint."""
+    return _check(entry, config)[0]
+
+
+def unknown_findings(entries: list[Entrypoint], config: Config) -> list[Finding]:
+    """crd-source-unknown, once per kind over every entrypoint."""
     unknown: dict[GroupKind, Unknown] = {}
     for entry in entries:
-        found, missing = _check(entry, config)
-        issues += [(entry.label, i) for i in found]
-        for item in missing:
+        for item in _check(entry, config)[1]:
             unknown.setdefault(item.gk, item)
-    out = merge(issues, config, labels)
-    out += [_unknown(item, config) for _, item in sorted(unknown.items())]
-    return out
+    return [_unknown(item, config) for _, item in sorted(unknown.items())]
+
+
+def findings(entries: list[Entrypoint], config: Config) -> list[Finding]:
+    labels = [e.label for e in entries]
+    return [*merge([(e.label, i) for e in entries for i in issues(e, config)], config, labels),
+            *unknown_findings(entries, config)]
 
 
 def _unknown(item: Unknown, config: Config) -> Finding:
@@ -260,4 +266,7 @@ def _unknown(item: Unknown, config: Config) -> Finding:
     )
 
 
-__all__ = ["BUILTIN_GROUPS", "CODES", "FLUX_GROUPS", "SECOND_ORDER", "Creator", "builtin", "findings"]
+__all__ = [
+    "BUILTIN_GROUPS", "CODES", "FLUX_GROUPS", "SECOND_ORDER", "Creator", "builtin", "findings", "issues",
+    "unknown_findings",
+]

@@ -39,6 +39,8 @@ class Plan:
     """File name -> its wave at the base revision (None: directly under apps/), when a base was given."""
     sides: tuple[Side, ...] = ()
     """The side branches the layout has once applied (for the `non_gating` units)."""
+    tier_report: tiers.TierReport | None = None
+    """The tier checks (their findings are among `findings` too) and the dependsOn graph."""
 
     @property
     def slots(self) -> tuple[Slot, ...]:
@@ -187,7 +189,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     findings += overlaycheck.new_deepest_wave_findings(planned, config, waves, deepest_before, builds)
     findings += overlaycheck.decryption_findings(planned, config, every, set(now.sops_waves()), builds)
     findings += imageauto.coverage_findings(planned, config, every)
-    findings += tiers.tier_findings(planned, config, builds)
+    tier_report = tiers.check(planned, config, builds, base)
+    findings += tier_report.findings
     placed: dict[Slot, set[str]] = {}
     for file in files:
         if file.node is not None and file.target_wave is not None:
@@ -203,6 +206,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         template_source=template_source,
         base_waves=base_waves,
         sides=tuple(sides),
+        tier_report=tier_report,
     )
 
 

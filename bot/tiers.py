@@ -278,14 +278,15 @@ def graph_issues(entry: Entrypoint) -> list[Issue]:
 def _missing_issue(entry: Entrypoint, tier: Tier, dep: Dependency) -> Issue:
     ns = dep.namespace or tier.namespace
     close = difflib.get_close_matches(dep.name, [t.name for t in entry.tiers if t.namespace == ns], n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
     fix = (f"in {tier.file}, make the dependsOn entry of {tier.title} name a Flux Kustomization this entrypoint "
            f"applies{' (' + close[0] + ')' if close else ''}, or add the missing one's file to the entrypoint's "
            "resources")
     return Issue(
         code="depends-on-missing", severity="error",
-        message=(f"{tier.title} dependsOn {ns}/{dep.name}, which no Flux Kustomization applied here is{hint}: it is "
-                 f"never Ready, so {tier.title} and every tier after it stall at 'dependency not ready'"),
+        message=(f"{tier.title} dependsOn {ns}/{dep.name}, but no Flux Kustomization of that name is applied "
+                 f"here{hint}: it is never Ready, so {tier.title} and every tier after it stall at 'dependency not "
+                 "ready'"),
         path=tier.file, line=dep.line or tier.line, resource=tier.title, fix=fix, tier=tier.name,
     )
 
@@ -353,16 +354,78 @@ def _cycle_issue(cycle: list[tuple[Tier, Dependency, Tier]]) -> Issue:
 
 def tier_findings(tree: Tree, config: Config, builds: Builds | None = None) -> list[Finding]:
     """Every tier check on every entrypoint: the dependsOn graph, substitution, CRD provenance."""
+    return _run(entrypoints(tree, config, builds), config)[0]
+
+
+def _run(entries: list[Entrypoint], config: Config) -> tuple[list[Finding], set[str]]:
+    """The findings, and the tiers they are about (by title) for the report's graph."""
     from bot import crds, substitution  # they build on this module's model
 
-    entries = entrypoints(tree, config, builds)
     labels = [e.label for e in entries]
-    issues = [(e.label, i) for e in entries for i in graph_issues(e)]
-    issues += [(e.label, i) for e in entries for i in substitution.issues(e, config)]
-    return [*merge(issues, config, labels), *crds.findings(entries, config)]
+    issues = [(e, i) for e in entries for i in graph_issues(e)]
+    issues += [(e, i) for e in entries for i in substitution.issues(e, config)]
+    issues += [(e, i) for e in entries for i in crds.issues(e, config)]
+    broken = {t.title for e, i in issues for t in e.tiers if t.name == i.tier}
+    broken |= {a.title for e in entries for cycle in cycles(e) for a, _, _ in cycle}
+    findings = merge([(e.label, i) for e, i in issues], config, labels)
+    return [*findings, *crds.unknown_findings(entries, config)], broken
+
+
+def all_codes() -> tuple[str, ...]:
+    """Every code the tier checks report."""
+    from bot import crds, substitution
+
+    return (*CODES, *substitution.CODES, *crds.CODES)
+
+
+@dataclass(frozen=True)
+class TierReport:
+    """The tier checks' findings, the graph they are about, and which findings the change introduces."""
+
+    findings: tuple[Finding, ...]
+    nodes: tuple[str, ...]
+    """Every tier any entrypoint applies (by title), in the order first met."""
+    edges: tuple[tuple[str, str], ...]
+    """(dependent, target) for each dependsOn entry, over every entrypoint; a target that is not a
+    node is one no entrypoint applies."""
+    broken: frozenset[str] = frozenset()
+    """The tiers a finding is about."""
+    base: frozenset[tuple[Any, ...]] | None = None
+    """The keys of the findings at the base revision; None without a base."""
+
+    def introduced(self, finding: Finding) -> bool:
+        """Whether the change brings `finding` (always true without a base to compare with)."""
+        return self.base is None or _key(finding) not in self.base
+
+
+def _key(finding: Finding) -> tuple[Any, ...]:
+    return (finding.code, finding.path, finding.resource, finding.message)
+
+
+def check(tree: Tree, config: Config, builds: Builds | None = None, base: Tree | None = None) -> TierReport:
+    """`tier_findings` with the graph for the report and, against `base`, what the change introduces."""
+    entries = entrypoints(tree, config, builds)
+    nodes: dict[str, None] = {}
+    edges: dict[tuple[str, str], None] = {}
+    for entry in entries:
+        for tier in entry.tiers:
+            nodes.setdefault(tier.title)
+            for dep in tier.depends_on:
+                target = entry.tier((dep.namespace or tier.namespace, dep.name))
+                ns = dep.namespace or tier.namespace
+                edges.setdefault((tier.title, target.title if target else (
+                    dep.name if ns == DEFAULT_NAMESPACE else f"{ns}/{dep.name}")))
+    before = None
+    if base is not None:
+        try:
+            before = frozenset(_key(f) for f in tier_findings(base, config))
+        except WaveBotError:  # the base cannot be read: every finding counts as the change's
+            before = frozenset()
+    findings, broken = _run(entries, config)
+    return TierReport(tuple(findings), tuple(nodes), tuple(edges), frozenset(broken), before)
 
 
 __all__ = [
-    "CODES", "Dependency", "Entrypoint", "Issue", "Pass", "Tier", "cycles", "doc_info", "entrypoints", "graph_issues",
-    "is_flux_kustomization", "merge", "tier_findings", "tier_pass",
+    "CODES", "Dependency", "Entrypoint", "Issue", "Pass", "Tier", "TierReport", "all_codes", "check", "cycles",
+    "doc_info", "entrypoints", "graph_issues", "is_flux_kustomization", "merge", "tier_findings", "tier_pass",
 ]

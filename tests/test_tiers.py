@@ -12,7 +12,7 @@ import pytest
 from bot import yamlio
 from bot.cli import main
 
-from conftest import Kubectl, write_files
+from conftest import Kubectl, git, write_files
 
 FLUX = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
 
@@ -414,3 +414,66 @@ def test_every_tier_code_is_in_the_readme_table() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for code in (*tiers.CODES, *substitution.CODES, *crds.CODES):
         assert f"| `{code}` |" in readme, code
+
+
+# ---- the reports -------------------------------------------------------------------------------------
+
+TIER_STATEMENTS = [
+    re.compile(r"flowchart BT"),
+    re.compile(r'  [tm]\d+\["[A-Za-z0-9._/ ()-]+"\]'),
+    re.compile(r"  [tm]\d+ --> t\d+"),
+    re.compile(r"  classDef broken [a-z-]+:[#\w]+(?:,[a-z-]+:[#\w]+)*"),
+    re.compile(r"  class [tm]\d+(?:,[tm]\d+)* broken"),
+]
+
+
+def tier_graph(markdown: str) -> tuple[dict[str, str], set[tuple[str, str]], set[str]]:
+    """The tier graph of a report: id -> label, (dependency, dependent) edges, the highlighted ids; every
+    line one of the statements the report emits, every id used defined."""
+    (block,) = re.findall(r"<summary>Tier graph</summary>\n\n```mermaid\n(.*?)\n```", markdown, flags=re.S)
+    for line in block.splitlines():
+        assert any(s.fullmatch(line) for s in TIER_STATEMENTS), line
+    labels = dict(re.findall(r'  ([tm]\d+)\["([^"]+)"\]', block))
+    edges = set(re.findall(r"  ([tm]\d+) --> (t\d+)", block))
+    marked = {i for m in re.findall(r"  class (\S+) broken", block) for i in m.split(",")}
+    assert {i for e in edges for i in e} | marked <= set(labels)
+    return labels, {(labels[a], labels[b]) for a, b in edges}, {labels[i] for i in marked}
+
+
+def test_the_tiers_have_their_own_section_and_graph(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    assert main(["check", str(example_repo), "--format", "markdown"]) == 0
+    assert "Tier graph" not in capsys.readouterr().out  # drawn only when a tier is wrong
+    config = example_repo / "clusters/base/platform-config.yaml"
+    config.write_text(config.read_text().replace("- name: platform\n", "- name: platfrom\n"))
+    assert main(["check", str(example_repo), "--format", "markdown"]) == 1
+    markdown = capsys.readouterr().out
+    assert "#### Findings" not in markdown  # the only finding is a tier's
+    tiers = markdown.split("#### Tiers", 1)[1]
+    assert "`depends-on-missing`" in tiers.split("#### Waves", 1)[0]
+    labels, edges, marked = tier_graph(markdown)
+    assert ("platfrom (applied by no entrypoint)", "platform-config") in edges
+    assert ("platform-config", "apps-wave-0") in edges and ("apps-wave-1", "apps-wave-2") in edges
+    assert marked == {"platform-config", "platfrom (applied by no entrypoint)", "apps-wave-0"}  # + its CNPG race
+    assert main(["check", str(example_repo)]) == 1
+    text = capsys.readouterr().out
+    assert "\nTiers (every Flux Kustomization each cluster entrypoint applies):\n" in text
+    assert "depends-on-missing" in text.split("\nTiers (", 1)[1]
+
+
+def test_the_comment_shows_what_the_change_introduces_first(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    _use(example_repo, "${OLD_VAR}")  # already broken at base
+    git(example_repo, "commit", "-qam", "base with an unresolved variable")
+    git(example_repo, "checkout", "-qb", "pr")
+    config = example_repo / "clusters/base/platform-config.yaml"
+    config.write_text(config.read_text().replace("- name: platform\n", "- name: platfrom\n"))
+    git(example_repo, "commit", "-qam", "the PR: a typo")
+    assert main(["check", str(example_repo), "--format", "markdown", "--base", "main"]) == 1
+    tiers = capsys.readouterr().out.split("#### Tiers", 1)[1].split("#### Waves", 1)[0]
+    new, old = tiers.split("**Already there before it**")
+    assert "**Introduced by this change**" in new and "`depends-on-missing`" in new and "OLD" not in new
+    assert "`substitution-unresolved`" in old and "OLD" in old
+    code, report = check(capsys, example_repo, "--base", "main")
+    findings = report["findings"]
+    assert [findings[i]["code"] for i in report["tiers"]["already_at_base"]] == ["substitution-unresolved"]
+    assert "depends-on-missing" in [findings[i]["code"] for i in report["tiers"]["introduced"]]
