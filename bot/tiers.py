@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot import yamlio
@@ -31,7 +31,10 @@ from bot.tree import Tree
 MAX_TIER_DEPTH = 3
 """How many tiers of tiers are followed (a tier whose pass applies Flux Kustomizations, and so on)."""
 DEFAULT_NAMESPACE = "flux-system"
-CODES = ("depends-on-missing", "depends-on-namespace", "depends-on-cycle")
+CODES = ("depends-on-missing", "depends-on-namespace", "depends-on-cycle", "tier-not-checked")
+BOOTSTRAP = (DEFAULT_NAMESPACE, "flux-system")
+"""The Kustomization `flux bootstrap` creates to apply the cluster entrypoint: it exists wherever the
+entrypoint is applied, whether or not its gotk-sync.yaml is part of the build."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ class Entrypoint:
     passes: Mapping[tuple[str, str], Pass | None]
     objects: tuple[Object, ...]
     """What the entrypoint's own build applies (the tiers' Flux Kustomizations, ConfigMaps, ...)."""
+    unchecked: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """Why a tier's pass was not evaluated."""
 
     def tier(self, key: tuple[str, str]) -> Tier | None:
         return next((t for t in self.tiers if t.key == key), None)
@@ -144,6 +149,7 @@ def entrypoints(tree: Tree, config: Config, builds: Builds | None = None) -> lis
 def _entrypoint(tree: Tree, label: str, result: Build, builds: Builds) -> Entrypoint:
     tiers: dict[tuple[str, str], Tier] = {}
     passes: dict[tuple[str, str], Pass | None] = {}
+    unchecked: dict[tuple[str, str], str] = {}
     frontier = [o for o in result.objects if is_flux_kustomization(o.value)]
     for _ in range(MAX_TIER_DEPTH + 1):
         found: list[Object] = []
@@ -152,10 +158,14 @@ def _entrypoint(tree: Tree, label: str, result: Build, builds: Builds) -> Entryp
             if tier.key in tiers:
                 continue
             tiers[tier.key] = tier
-            applied = passes[tier.key] = tier_pass(tree, tier, builds)
-            found += [o for o in applied.objects if is_flux_kustomization(o.value)] if applied else []
+            applied = tier_pass(tree, tier, builds)
+            if isinstance(applied, str):
+                passes[tier.key], unchecked[tier.key] = None, applied
+                continue
+            passes[tier.key] = applied
+            found += [o for o in applied.objects if is_flux_kustomization(o.value)]
         frontier = found
-    return Entrypoint(label, tuple(tiers.values()), passes, result.objects)
+    return Entrypoint(label, tuple(tiers.values()), passes, result.objects, unchecked)
 
 
 def _tier(tree: Tree, obj: Object) -> Tier:
@@ -204,20 +214,25 @@ def _spec_path(value: Any) -> str | None:
     return "" if joined == "." else joined
 
 
-def tier_pass(tree: Tree, tier: Tier, builds: Builds) -> Pass | None:
-    """The tier's pass; None when wave-bot cannot build it (no kustomization there, so
-    kustomize-controller generates one; a directory outside the repository or missing)."""
-    if tier.path is None or tree.kind(tier.path) != "dir":
-        return None
+def tier_pass(tree: Tree, tier: Tier, builds: Builds) -> Pass | str:
+    """The tier's pass, or why wave-bot cannot build it."""
+    source = tier.spec().get("sourceRef")
+    kind = source.get("kind") if isinstance(source, dict) else None
+    if kind not in (None, "GitRepository"):
+        return f"its sourceRef is of kind {kind}, not a Git repository wave-bot can read"
+    if tier.path is None:
+        return "its spec.path leaves the repository"
+    if tree.kind(tier.path) != "dir":
+        return f"./{tier.path} is not a directory of this repository"
     try:
         if find_kustomization(tree, tier.path) is None:
-            return None
+            return f"./{tier.path} has no kustomization, so kustomize-controller generates one"
         spec = tier.spec()
         adds = {k: spec.get(k) for k in ("patches", "components") if spec.get(k) not in (None, [])}
         additions = Additions(tier.file, adds, tier.info, built=tier.path) if adds and tier.info else None
         result = builds.build(tree, tier.path, additions)
-    except (BuildError, Unsupported):
-        return None
+    except (BuildError, Unsupported) as exc:
+        return f"wave-bot cannot build ./{tier.path} ({exc.message})"
     return Pass(tier, result.objects)
 
 
@@ -267,12 +282,21 @@ def graph_issues(entry: Entrypoint) -> list[Issue]:
     for tier in entry.tiers:
         for dep in tier.depends_on:
             ns = dep.namespace or tier.namespace
-            if entry.tier((ns, dep.name)) is not None:
+            if entry.tier((ns, dep.name)) is not None or (ns, dep.name) == BOOTSTRAP:
                 continue
             elsewhere = [t for t in names.get(dep.name, []) if dep.namespace is None]
             out.append(_namespace_issue(tier, dep, elsewhere[0]) if elsewhere else _missing_issue(entry, tier, dep))
     out += [_cycle_issue(cycle) for cycle in cycles(entry)]
+    out += [_unchecked_issue(t, entry.unchecked[t.key]) for t in entry.tiers if t.key in entry.unchecked]
     return out
+
+
+def _unchecked_issue(tier: Tier, reason: str) -> Issue:
+    return Issue(
+        code="tier-not-checked", severity="info",
+        message=f"{tier.title}: {reason}, so its pass is not checked for CRD provenance and substitution",
+        path=tier.file, line=tier.line, resource=tier.title, fix=None, tier=tier.name,
+    )
 
 
 def _missing_issue(entry: Entrypoint, tier: Tier, dep: Dependency) -> Issue:
@@ -365,7 +389,7 @@ def _run(entries: list[Entrypoint], config: Config) -> tuple[list[Finding], set[
     issues = [(e, i) for e in entries for i in graph_issues(e)]
     issues += [(e, i) for e in entries for i in substitution.issues(e, config)]
     issues += [(e, i) for e in entries for i in crds.issues(e, config)]
-    broken = {t.title for e, i in issues for t in e.tiers if t.name == i.tier}
+    broken = {t.title for e, i in issues if i.severity != "info" for t in e.tiers if t.name == i.tier}
     broken |= {a.title for e in entries for cycle in cycles(e) for a, _, _ in cycle}
     findings = merge([(e.label, i) for e, i in issues], config, labels)
     return [*findings, *crds.unknown_findings(entries, config)], broken
@@ -413,6 +437,8 @@ def check(tree: Tree, config: Config, builds: Builds | None = None, base: Tree |
             for dep in tier.depends_on:
                 target = entry.tier((dep.namespace or tier.namespace, dep.name))
                 ns = dep.namespace or tier.namespace
+                if (ns, dep.name) == BOOTSTRAP:
+                    nodes.setdefault(dep.name)
                 edges.setdefault((tier.title, target.title if target else (
                     dep.name if ns == DEFAULT_NAMESPACE else f"{ns}/{dep.name}")))
     before = None

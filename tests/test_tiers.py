@@ -477,3 +477,27 @@ def test_the_comment_shows_what_the_change_introduces_first(
     findings = report["findings"]
     assert [findings[i]["code"] for i in report["tiers"]["already_at_base"]] == ["substitution-unresolved"]
     assert "depends-on-missing" in [findings[i]["code"] for i in report["tiers"]["introduced"]]
+
+
+def test_the_bootstrap_kustomization_always_exists(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    # `flux bootstrap` creates flux-system/flux-system, which applies the entrypoint itself.
+    write_files(example_repo, {"clusters/base/platform.yaml": tier("platform", "platform", "flux-system", "flux")})
+    code, report = check(capsys, example_repo)
+    assert [f["message"].split(",")[0] for f in found(report, "depends-on-")] == [
+        "platform dependsOn flux-system/flux"]
+
+
+def test_a_tier_wave_bot_cannot_build_is_said_not_guessed(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    oci = tier("remote", "deploy", "platform").replace("kind: GitRepository", "kind: OCIRepository")
+    write_files(example_repo, {"clusters/base/plain.yaml": tier("plain", "plain", "platform"),
+                               "plain/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+                               "clusters/base/remote.yaml": oci})
+    add_base_entry(example_repo, "plain")
+    add_base_entry(example_repo, "remote")
+    code, report = check(capsys, example_repo)
+    assert code == 0
+    notes = {f["resource"]: f for f in found(report, "tier-not-checked")}
+    assert set(notes) == {"plain", "remote"} and {f["severity"] for f in notes.values()} == {"info"}
+    assert "./plain has no kustomization, so kustomize-controller generates one" in notes["plain"]["message"]
+    assert "its sourceRef is of kind OCIRepository" in notes["remote"]["message"]
