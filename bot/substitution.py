@@ -122,6 +122,8 @@ class Sources:
     names: frozenset[str]
     missing: tuple[str, ...]
     """Required substituteFrom sources git does not hold (created out of band, or forgotten)."""
+    first: str | None = None
+    """The first substituteFrom source found in git, as `<Kind> <name> (<file>)`: where to add a variable."""
 
 
 def sources(entry: Entrypoint, tier: Tier) -> Sources | None:
@@ -134,6 +136,7 @@ def sources(entry: Entrypoint, tier: Tier) -> Sources | None:
     if isinstance(inline, dict):
         names |= {str(k) for k in inline}
     missing = []
+    first = None
     refs = post.get("substituteFrom")
     objects = entry.all_objects()
     for ref in refs if isinstance(refs, list) else []:
@@ -144,9 +147,10 @@ def sources(entry: Entrypoint, tier: Tier) -> Sources | None:
                  and (o.id.namespace or tier.namespace) == tier.namespace]
         for obj in found:
             names |= _keys(obj.value)
+            first = first or f"{kind} {name} ({obj.source})"
         if not found and ref.get("optional") is not True:
             missing.append(f"{kind} {tier.namespace}/{name}")
-    return Sources(frozenset(names), tuple(missing))
+    return Sources(frozenset(names), tuple(missing), first)
 
 
 def _keys(value: Mapping[str, Any]) -> set[str]:
@@ -176,7 +180,7 @@ def issues(entry: Entrypoint, config: Config) -> list[Issue]:
         if unresolved and defined.missing:
             out.append(_source_missing(tier, defined, unresolved))
         elif unresolved:
-            out += [_unresolved(tier, obj, ref, config) for obj, ref in unresolved]
+            out += [_unresolved(tier, obj, ref, config, defined.first) for obj, ref in unresolved]
     return out
 
 
@@ -184,18 +188,15 @@ def _what(obj: Object) -> str:
     return f"{obj.id.kind} {obj.id.namespace + '/' if obj.id.namespace else ''}{obj.id.name}"
 
 
-def _unresolved(tier: Tier, obj: Object, ref: Reference, config: Config) -> Issue:
+def _unresolved(tier: Tier, obj: Object, ref: Reference, config: Config, first: str | None) -> Issue:
     severity: Severity
     if config.strict_substitution:
         severity, effect = "error", ("the reconcile fails ('variable not set (strict mode)'), so the tier never "
                                      f"becomes Ready and every tier after {tier.title} stalls")
     else:
         severity, effect = "warning", "it is applied as an empty string (strict_substitution is off)"
-    post = tier.spec().get("postBuild")
-    refs = post.get("substituteFrom") if isinstance(post, dict) else None
-    first = refs[0] if isinstance(refs, list) and refs and isinstance(refs[0], dict) else None
-    where = (f"add {ref.name} to the {first.get('kind')} {first.get('name')} this path builds"
-             if first else f"add {ref.name} under spec.postBuild.substitute of {tier.title} ({tier.file})")
+    where = (f"add {ref.name} to the {first}" if first
+             else f"add {ref.name} under spec.postBuild.substitute of {tier.title} ({tier.file})")
     return Issue(
         code="substitution-unresolved", severity=severity,
         message=(f"{ref.text} in {obj.source} ({_what(obj)}) is defined by no postBuild source of {tier.title}: "

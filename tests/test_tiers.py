@@ -287,7 +287,8 @@ def test_a_variable_defined_nowhere(capsys: pytest.CaptureFixture[str], example_
                                                                           "BACKUP_BUCKET")
     assert finding["path"] == "apps/wave-0/pihole.yaml" and finding["wave"] == 0
     assert "(on every entrypoint)" in finding["message"] and "strict mode" in finding["message"]
-    assert "${BACKUP_BUCKET:=<value>}" in finding["fix"]
+    assert finding["fix"] == ("add BACKUP_BUCKET to the ConfigMap cluster-vars (clusters/base/cluster-vars.yaml), "
+                              "or give it a default: ${BACKUP_BUCKET:=<value>}")
 
 
 def cluster_vars(kubectl: Kubectl, root: Path) -> dict[str, str]:
