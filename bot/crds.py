@@ -169,7 +169,10 @@ def _check(entry: Entrypoint, config: Config) -> tuple[list[Issue], list[Unknown
             if same is not None:
                 issues.append(_deadlock(tier, obj, gk, same, applied.objects))
             elif sources:
-                issues.append(_race(tier, obj, gk, sources[0], upstream, bool(makers)))
+                source = sources[0]
+                # An edge the other way would close a cycle: then the CRD has to move instead.
+                cyclic = tier.key in entry.upstream(source)
+                issues.append(_race(tier, obj, gk, source, upstream, bool(makers), cyclic))
             else:
                 unknown.append(Unknown(gk, obj))
     return issues, unknown
@@ -211,9 +214,14 @@ def _deadlock(tier: Tier, obj: Object, gk: GroupKind, creator: Creator, objects:
 
 
 def _race(tier: Tier, obj: Object, gk: GroupKind, source: Tier, upstream: set[tuple[str, str]],
-          second_order: bool) -> Issue:
+          second_order: bool, cyclic: bool) -> Issue:
     how = "whose controller creates" if second_order else "that applies"
-    if source.key in upstream:
+    if cyclic:
+        why = f"{source.title} depends on {tier.title}, so {tier.title} cannot depend on it"
+        fix = (f"move what serves {_name(gk)} out of {source.title} into a tier {tier.title} depends on (e.g. the "
+               "one that applies its controller), or move the object into a tier after "
+               f"{source.title}")
+    elif source.key in upstream:
         why = (f"{tier.title} depends on {source.title}, but {source.title} is not Ready-gated (no wait: true, "
                "no healthChecks)")
         fix = f"# in {source.file}, under spec: of {source.title}\nwait: true\n"

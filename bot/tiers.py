@@ -303,9 +303,11 @@ def _missing_issue(entry: Entrypoint, tier: Tier, dep: Dependency) -> Issue:
     ns = dep.namespace or tier.namespace
     close = difflib.get_close_matches(dep.name, [t.name for t in entry.tiers if t.namespace == ns], n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
-    fix = (f"in {tier.file}, make the dependsOn entry of {tier.title} name a Flux Kustomization this entrypoint "
-           f"applies{' (' + close[0] + ')' if close else ''}, or add the missing one's file to the entrypoint's "
-           "resources")
+    if close:
+        fix = f"# in {tier.file}, the dependsOn entry of {tier.title}:\n- name: {close[0]}\n"
+    else:
+        fix = (f"in {tier.file}, make the dependsOn entry of {tier.title} name a Flux Kustomization this entrypoint "
+               "applies, or add the missing one's file to the entrypoint's resources")
     return Issue(
         code="depends-on-missing", severity="error",
         message=(f"{tier.title} dependsOn {ns}/{dep.name}, but no Flux Kustomization of that name is applied "

@@ -65,6 +65,8 @@ def test_a_depends_on_that_names_nothing(capsys: pytest.CaptureFixture[str], exa
     assert finding["code"] == "depends-on-missing" and finding["severity"] == "error"
     assert finding["path"] == "clusters/base/platform-config.yaml" and finding["line"] == 10
     assert "flux-system/platfrom" in finding["message"] and "did you mean 'platform'" in finding["message"]
+    assert finding["fix"] == ("# in clusters/base/platform-config.yaml, the dependsOn entry of platform-config:\n"
+                              "- name: platform\n")
     assert finding["message"].endswith("(on every entrypoint)")
 
 
@@ -502,3 +504,15 @@ def test_a_tier_wave_bot_cannot_build_is_said_not_guessed(
     assert set(notes) == {"plain", "remote"} and {f["severity"] for f in notes.values()} == {"info"}
     assert "./plain has no kustomization, so kustomize-controller generates one" in notes["plain"]["message"]
     assert "its sourceRef is of kind OCIRepository" in notes["remote"]["message"]
+
+
+def test_a_race_the_other_way_round_is_not_fixed_by_a_cycle(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    # platform-config applies Widget's CRD; platform (which platform-config depends on) applies a Widget.
+    write_files(example_repo, {"platform-config/crd.yaml": WIDGET_CRD, "platform/widget.yaml": WIDGET})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "crd.yaml")
+    _list(example_repo, "platform", "cnpg-system.yaml", "widget.yaml")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "crd-")
+    assert finding["code"] == "crd-not-ordered" and "platform-config depends on platform" in finding["message"]
+    assert "dependsOn" not in finding["fix"] and finding["fix"].startswith("move what serves example.com/Widget")
