@@ -109,6 +109,8 @@ def required(obj: Object) -> list[Reference]:
         return []
     seen: dict[str, Reference] = {}
     for text in _strings(obj.value):
+        if "${" not in text:
+            continue  # most strings: no expression, and the scan below walks every character
         for ref in references(text):
             if ref.required:
                 seen.setdefault(ref.name, ref)
@@ -163,13 +165,20 @@ def _keys(value: Mapping[str, Any]) -> set[str]:
     return out
 
 
-def issues(entry: Entrypoint, config: Config) -> list[Issue]:
+def issues(entry: Entrypoint, config: Config, seen: dict[int, list[Reference]] | None = None) -> list[Issue]:
+    """The substitution findings of one entrypoint. `seen` (object id -> its variables) lets the
+    entrypoints that share a tier's pass (the same build) scan its objects once."""
+    seen = seen if seen is not None else {}
     out = []
     for tier in entry.tiers:
         tier_pass = entry.passes.get(tier.key)
         if tier_pass is None:
             continue
-        uses = [(obj, ref) for obj in tier_pass.objects for ref in required(obj)]
+        uses = []
+        for obj in tier_pass.objects:
+            if id(obj) not in seen:
+                seen[id(obj)] = required(obj)
+            uses += [(obj, ref) for ref in seen[id(obj)]]
         if not uses:
             continue
         defined = sources(entry, tier)

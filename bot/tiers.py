@@ -389,7 +389,8 @@ def _run(entries: list[Entrypoint], config: Config) -> tuple[list[Finding], set[
 
     labels = [e.label for e in entries]
     issues = [(e, i) for e in entries for i in graph_issues(e)]
-    issues += [(e, i) for e in entries for i in substitution.issues(e, config)]
+    seen: dict[int, list[substitution.Reference]] = {}  # the objects stay alive for the whole run
+    issues += [(e, i) for e in entries for i in substitution.issues(e, config, seen)]
     issues += [(e, i) for e in entries for i in crds.issues(e, config)]
     broken = {t.title for e, i in issues if i.severity != "info" for t in e.tiers if t.name == i.tier}
     broken |= {a.title for e in entries for cycle in cycles(e) for a, _, _ in cycle}
