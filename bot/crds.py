@@ -28,7 +28,7 @@ from bot import yamlio
 from bot.config import Config
 from bot.kustomize import Object
 from bot.model import Finding
-from bot.tiers import Entrypoint, Issue, Tier, merge
+from bot.tiers import Entrypoint, Issue, Tier
 
 CODES = ("crd-same-pass-as-creator", "crd-not-ordered", "crd-source-unknown")
 BUILTIN_GROUPS = frozenset({
@@ -241,24 +241,17 @@ def _race(tier: Tier, obj: Object, gk: GroupKind, source: Tier, upstream: set[tu
     )
 
 
-def issues(entry: Entrypoint, config: Config) -> list[Issue]:
-    """The deadlocks and races on one entrypoint."""
-    return _check(entry, config)[0]
+def check(entry: Entrypoint, config: Config) -> tuple[list[Issue], list[Unknown]]:
+    """The deadlocks and races on one entrypoint, and the kinds whose source it does not show."""
+    return _check(entry, config)
 
 
-def unknown_findings(entries: list[Entrypoint], config: Config) -> list[Finding]:
+def unknown_findings(unknowns: Iterable[Unknown], config: Config) -> list[Finding]:
     """crd-source-unknown, once per kind over every entrypoint."""
-    unknown: dict[GroupKind, Unknown] = {}
-    for entry in entries:
-        for item in _check(entry, config)[1]:
-            unknown.setdefault(item.gk, item)
-    return [_unknown(item, config) for _, item in sorted(unknown.items())]
-
-
-def findings(entries: list[Entrypoint], config: Config) -> list[Finding]:
-    labels = [e.label for e in entries]
-    return [*merge([(e.label, i) for e in entries for i in issues(e, config)], config, labels),
-            *unknown_findings(entries, config)]
+    first: dict[GroupKind, Unknown] = {}
+    for item in unknowns:
+        first.setdefault(item.gk, item)
+    return [_unknown(item, config) for _, item in sorted(first.items())]
 
 
 def _unknown(item: Unknown, config: Config) -> Finding:
@@ -275,6 +268,6 @@ def _unknown(item: Unknown, config: Config) -> Finding:
 
 
 __all__ = [
-    "BUILTIN_GROUPS", "CODES", "FLUX_GROUPS", "SECOND_ORDER", "Creator", "builtin", "findings", "issues",
+    "BUILTIN_GROUPS", "CODES", "FLUX_GROUPS", "SECOND_ORDER", "Creator", "Unknown", "builtin", "check",
     "unknown_findings",
 ]

@@ -391,11 +391,15 @@ def _run(entries: list[Entrypoint], config: Config) -> tuple[list[Finding], set[
     issues = [(e, i) for e in entries for i in graph_issues(e)]
     seen: dict[int, list[substitution.Reference]] = {}  # the objects stay alive for the whole run
     issues += [(e, i) for e in entries for i in substitution.issues(e, config, seen)]
-    issues += [(e, i) for e in entries for i in crds.issues(e, config)]
+    unknown: list[crds.Unknown] = []
+    for entry in entries:
+        races, missing = crds.check(entry, config)
+        issues += [(entry, i) for i in races]
+        unknown += missing
     broken = {t.title for e, i in issues if i.severity != "info" for t in e.tiers if t.name == i.tier}
     broken |= {a.title for e in entries for cycle in cycles(e) for a, _, _ in cycle}
     findings = merge([(e.label, i) for e, i in issues], config, labels)
-    return [*findings, *crds.unknown_findings(entries, config)], broken
+    return [*findings, *crds.unknown_findings(unknown, config)], broken
 
 
 def all_codes() -> tuple[str, ...]:
