@@ -30,6 +30,18 @@ class ExtraUnit:
 
 
 @dataclass(frozen=True)
+class CrdSource:
+    """Where the CRD of `kind` (`group/Kind`, or `group/*` for every kind of the group) comes from,
+    when git does not say: `kustomization` names the Flux Kustomization that installs it (a
+    HelmRelease's chart), `created_by` (`group/Kind`) the CR a controller creates it from at runtime."""
+
+    kind: str
+    kustomization: str | None = None
+    created_by: str | None = None
+    line: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True)
 class Config:
     """Where things live and how they are named. Paths are repo-relative POSIX paths."""
 
@@ -52,6 +64,9 @@ class Config:
     """The name of wave N's side branch; `{wave_name}` is wave N's name, `{n}` its number."""
     dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Units declared here instead of by a ServiceDefinition: (name, what it needs), in file order."""
+    strict_substitution: bool = True
+    """Flux >= 2.9 fails a reconcile on a `${VAR}` no postBuild source defines; false for older Flux."""
+    crd_sources: tuple[CrdSource, ...] = ()
     source: str = field(default=CONFIG_FILE, compare=False)
     non_gating_lines: tuple[int, ...] = field(default=(), compare=False)
     """The line of each `non_gating` entry, for messages."""
@@ -195,6 +210,14 @@ def _convert(key: str, value: Any, path: str, info: yamlio.DocInfo) -> Any:
         return _template(value, path, line)
     if key == "dependencies":
         return _dependencies(value, path, info)
+    if key == "strict_substitution":
+        if not isinstance(value, bool):
+            raise _bad(key, "true or false", path, line)
+        return value
+    if key == "crd_sources":
+        if not isinstance(value, list):
+            raise _bad(key, "a list of sources (kind, and kustomization or created_by)", path, line)
+        return tuple(_crd_source(item, path, info, i) for i, item in enumerate(value))
     raise AssertionError(key)  # pragma: no cover - every dataclass field is handled above
 
 
@@ -253,6 +276,42 @@ def _dependencies(value: Any, path: str, info: yamlio.DocInfo) -> tuple[tuple[st
                                    hint="remove this dependency")
         out.append((name, tuple(needs)))
     return tuple(out)
+_CRD_SOURCE_KEYS = ("kind", "kustomization", "created_by")
+
+
+def _group_kind(value: Any, wildcard: bool) -> bool:
+    """`group/Kind` (a CRD's group has a dot); `group/*` too when `wildcard`."""
+    if not isinstance(value, str) or value.count("/") != 1:
+        return False
+    group, kind = value.split("/")
+    return "." in group and bool(kind) and (kind.isidentifier() or (wildcard and kind == "*"))
+
+
+def _crd_source(item: Any, path: str, info: yamlio.DocInfo, index: int) -> CrdSource:
+    line = info.line(("crd_sources", index))
+    if not isinstance(item, dict):
+        raise _bad("crd_sources", "a list of mappings (kind, and kustomization or created_by)", path, line)
+    unknown = sorted(str(k) for k in set(item) - set(_CRD_SOURCE_KEYS))
+    if unknown:
+        key = unknown[0]
+        raise WaveBotError(f"unknown key '{key}' in crd_sources{did_you_mean(key, _CRD_SOURCE_KEYS)}", path=path,
+                           line=info.line(("crd_sources", index, key)),
+                           hint=f"a CRD source has: {', '.join(_CRD_SOURCE_KEYS)}")
+    kind = item.get("kind")
+    if not _group_kind(kind, wildcard=True):
+        raise _bad("crd_sources[].kind", "'<group>/<Kind>' or '<group>/*' (e.g. postgresql.cnpg.io/Cluster)",
+                   path, line)
+    owner, creator = item.get("kustomization"), item.get("created_by")
+    if (owner is None) == (creator is None):
+        raise WaveBotError(f"crd_sources entry for {kind} must set exactly one of kustomization, created_by",
+                           path=path, line=line,
+                           hint="kustomization: the Flux Kustomization whose HelmRelease installs the CRD; "
+                                "created_by: '<group>/<Kind>' of the CR a controller creates it from")
+    if owner is not None and not is_dns_label(owner):
+        raise _bad(f"crd_sources[{kind}].kustomization", "the name of a Flux Kustomization", path, line)
+    if creator is not None and not _group_kind(creator, wildcard=False):
+        raise _bad(f"crd_sources[{kind}].created_by", "'<group>/<Kind>' of the creating CR", path, line)
+    return CrdSource(kind=str(kind), kustomization=owner, created_by=creator, line=line)
 
 
 def _template(value: Any, path: str, line: int) -> Mapping[str, Any]:

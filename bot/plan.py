@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, units
+from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, tiers, units
 from bot.catalog import load_catalog, missing_dir
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -39,6 +39,8 @@ class Plan:
     """File name -> its wave at the base revision (None: directly under apps/), when a base was given."""
     sides: tuple[Side, ...] = ()
     """The side branches the layout has once applied (for the `non_gating` units)."""
+    tier_report: tiers.TierReport | None = None
+    """The tier checks (their findings are among `findings` too) and the dependsOn graph."""
 
     @property
     def slots(self) -> tuple[Slot, ...]:
@@ -191,6 +193,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     findings += overlaycheck.new_deepest_wave_findings(planned, config, waves, deepest_before, builds)
     findings += overlaycheck.decryption_findings(planned, config, every, set(now.sops_waves()), builds)
     findings += imageauto.coverage_findings(planned, config, every)
+    tier_report = tiers.check(planned, config, builds, base)
+    findings += tier_report.findings
     placed: dict[Slot, set[str]] = {}
     for file in files:
         if file.node is not None and file.target_wave is not None:
@@ -206,6 +210,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         template_source=template_source,
         base_waves=base_waves,
         sides=tuple(sides),
+        tier_report=tier_report,
     )
 
 

@@ -18,6 +18,7 @@ from bot.groups import Group, group_findings, single
 from bot.model import Finding
 from bot.plan import Plan
 from bot.side import Side, Slot, order
+from bot.tiers import all_codes
 
 SEVERITY_ICON = {"error": "🛑", "warning": "⚠️", "info": "ℹ️"}
 # Past these a report stops being readable, and a large repository would blow GitHub's limits
@@ -31,6 +32,30 @@ ROW_LIMIT = 200  # rows of the moves table
 GATING_TITLE = "Gating worth knowing about"
 OWN_SECTION = frozenset({"not-onboarded", "chain-gating"})
 """Info findings the reports show in a section of their own rather than among the findings."""
+
+
+TIERS_TITLE = "Tiers"
+TIER_CODES = frozenset(all_codes())
+"""The tier checks' findings: shown in a section of their own, the ones the change introduces first."""
+TIER_STYLE = "stroke:#d1242f,stroke-width:3px"
+
+
+def _tiers(plan: Plan) -> tuple[list[Finding], list[Finding]]:
+    """The tier findings the change introduces, and those already at the base (none without a base)."""
+    found = [f for f in plan.findings if f.code in TIER_CODES]
+    report = plan.tier_report
+    if report is None:
+        return found, []
+    return [f for f in found if report.introduced(f)], [f for f in found if not report.introduced(f)]
+
+
+def _tier_parts(plan: Plan) -> list[tuple[str, list[Finding]]]:
+    """(heading, findings) of the tier section: one part without a base, else new ones first."""
+    new, old = _tiers(plan)
+    if plan.tier_report is None or plan.tier_report.base is None:
+        return [("", new)] if new else []
+    return [(title, part) for title, part in (("Introduced by this change", new), ("Already there before it", old))
+            if part]
 
 
 def _gating(plan: Plan) -> list[Finding]:
@@ -110,7 +135,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def _reported(plan: Plan) -> list[Finding]:
-    return [f for f in plan.findings if f.code not in OWN_SECTION]  # shown in sections of their own
+    # shown in sections of their own
+    return [f for f in plan.findings if f.code not in OWN_SECTION and f.code not in TIER_CODES]
 
 
 # ---- text ---------------------------------------------------------------------------------------
@@ -179,6 +205,13 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
         lines += ["", "Findings:"]
         for group in group_findings(findings):
             lines += _text_group(group, width, fixes)
+    parts = _tier_parts(plan)
+    if parts:
+        lines += ["", f"{TIERS_TITLE} (every Flux Kustomization each cluster entrypoint applies):"]
+    for title, part in parts:
+        lines += [f"  {title}:"] if title else []
+        for group in group_findings(part):
+            lines += _text_group(group, width, fixes)
     return "\n".join(lines) + "\n"
 
 
@@ -195,7 +228,14 @@ def to_json(plan: Plan, applied: bool = False) -> str:
     body = plan.to_json()
     index = {f: i for i, f in enumerate(plan.findings)}
     groups = [g.to_json(index) for g in group_findings(_reported(plan))]
-    return json.dumps({"status": plan_status(plan, applied).to_json(), **body, "groups": groups}, indent=2) + "\n"
+    new, old = _tiers(plan)
+    tiers = {"groups": [g.to_json(index) for _, part in _tier_parts(plan) for g in group_findings(part)],
+             "introduced": [index[f] for f in new], "already_at_base": [index[f] for f in old]}
+    if plan.tier_report is not None:
+        tiers["graph"] = {"nodes": list(plan.tier_report.nodes),
+                          "edges": [{"from": a, "dependsOn": b} for a, b in plan.tier_report.edges]}
+    return json.dumps({"status": plan_status(plan, applied).to_json(), **body, "groups": groups, "tiers": tiers},
+                      indent=2) + "\n"
 
 
 def error_json(exc: WaveBotError) -> str:
@@ -391,6 +431,33 @@ def _mermaid(plan: Plan) -> list[str]:
     return ["<details><summary>Wave graph</summary>", "", fence("\n".join(lines), "mermaid"), "", "</details>"]
 
 
+def _tier_mermaid(plan: Plan) -> list[str]:
+    """Every tier bottom-up, an arrow from each dependency to its dependent; the tiers a finding is
+    about, and dependsOn targets no entrypoint applies, stand out."""
+    report = plan.tier_report
+    if report is None:
+        return []
+    names = list(report.nodes)
+    missing = sorted({b for _, b in report.edges if b not in report.nodes})
+    ids = {name: f"t{i}" for i, name in enumerate(names)}  # ids, not names: `end` is a keyword
+    ids |= {name: f"m{i}" for i, name in enumerate(missing)}
+    lines = ["flowchart BT"]
+    lines += [f'  {ids[n]}["{_label(n)}"]' for n in names[:MERMAID_NODE_LIMIT]]
+    lines += [f'  {ids[n]}["{_label(n)} (applied by no entrypoint)"]' for n in missing[:MERMAID_NODE_LIMIT]]
+    drawn = set(names[:MERMAID_NODE_LIMIT]) | set(missing[:MERMAID_NODE_LIMIT])
+    edges = [(ids[b], ids[a]) for a, b in report.edges if a in drawn and b in drawn]
+    lines += [f"  {a} --> {b}" for a, b in edges[:MERMAID_EDGE_LIMIT]]
+    marked = [ids[n] for n in [*names, *missing] if n in drawn and (n in report.broken or n in missing)]
+    if marked:
+        lines += [f"  classDef broken {TIER_STYLE}", f"  class {','.join(marked)} broken"]
+    return ["<details><summary>Tier graph</summary>", "", fence("\n".join(lines), "mermaid"), "", "</details>"]
+
+
+def _label(name: str) -> str:
+    # Names come from the repository: only what a Kubernetes name may hold reaches the diagram.
+    return re.sub(r"[^A-Za-z0-9._/-]", "_", name)
+
+
 def _moved_note(moved: dict[str, Slot | None], unit: str) -> str:
     if unit not in moved:
         return ""
@@ -430,7 +497,15 @@ def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = No
         sections.append(("the services not onboarded", ["#### Computed, not onboarded", "", ", ".join(pending), ""]))
     if plan.waves:
         sections.append(("the wave graph", _mermaid(plan)))
-    findings_head = ["", "#### Findings", ""] if groups else []
+    tier_parts = _tier_parts(plan)
+    if any(f.severity != "info" for _, part in tier_parts for f in part):
+        sections.append(("the tier graph", _tier_mermaid(plan)))
+    for i, (title, part) in enumerate(tier_parts):
+        intro = (["", f"#### {TIERS_TITLE}", ""] if i == 0 else [""]) + ([f"**{title}**", ""] if title else [])
+        for j, group in enumerate(group_findings(part)):
+            records.append(group)
+            groups.append([*(intro if j == 0 else []), *_md_group(group)])
+    findings_head = ["", "#### Findings", ""] if groups and groups[0][:2] != ["", f"#### {TIERS_TITLE}"] else []
     full = _join([*head, *findings_head, *(line for part in [*groups, *(p for _, p in sections)] for line in part)])
     if limit is None or len(full) <= limit:
         return full
