@@ -58,7 +58,7 @@ NAMED = 12
 """Objects named on a finding that are not stateful; the stateful ones are always all named."""
 # The findings whose `resource` Flux deletes (when their severity says it is not protected).
 _DELETING = frozenset({"later-wave-move", "resource-removed", "resource-dropped", "cross-kustomization-move",
-                       "copy-removed"})
+                       "copy-removed", "namespace-deleted"})
 
 
 @dataclass(frozen=True)

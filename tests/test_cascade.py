@@ -301,3 +301,23 @@ def test_what_the_cascade_says_a_child_builds_is_what_kustomize_builds(
     assert len(cascade.deletes) + len(cascade.kept) >= 3
     ours = {(str(r), False) for r in cascade.deletes} | {(str(r), True) for r in cascade.kept}
     assert ours == kubectl_ids(kubectl, tmp_path, extra, generated)
+
+
+def test_the_childs_target_namespace_names_the_objects_where_they_live(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = with_unit(example_repo, child(extra="  targetNamespace: dns\n"))
+    (repo / "apps/wave-0/pihole.yaml").unlink()
+    (removed,) = about(plan(repo, capsys), CHILD)
+    assert "Data is lost: PersistentVolumeClaim dns/pihole-data" in removed["message"]
+
+
+def test_without_a_base_the_move_of_a_child_is_judged_on_the_work_tree(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = with_unit(example_repo, child())
+    gain_dependency(repo)
+    capsys.readouterr()
+    assert main(["plan", str(repo), "--format", "json"]) == 0
+    (move,) = about(json.loads(capsys.readouterr().out)["findings"], CHILD)
+    assert move["severity"] == "error" and PIHOLE_PVC in move["message"]
