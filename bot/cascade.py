@@ -288,7 +288,7 @@ def _stateful_values(values: Any, config: Config, where: str) -> list[str]:
 # ---- the findings ---------------------------------------------------------------------------------
 
 
-def _deletes_owner(finding: Finding, base: Inventory) -> bool:
+def _deletes_owner(finding: Finding) -> bool:
     """Whether `finding` says Flux deletes its resource (its protected variants do not)."""
     if finding.code not in _DELETING or finding.resource is None:
         return False
@@ -306,14 +306,14 @@ def with_cascades(findings: Sequence[Finding], tree: Tree, base: Inventory, conf
     namespaces: list[Finding] = []
     for finding in findings:
         found = by_str.get(finding.resource or "")
-        if not found or not is_owner(found[0].id) or not _deletes_owner(finding, base):
+        if not found or not is_owner(found[0].id) or not _deletes_owner(finding):
             out.append(finding)
             continue
         cascade = cascade_of(tree, found[0].path, found[0].id, config)
         if cascade is None:
             out.append(finding)
             continue
-        out.append(cascade_finding(finding, cascade, config))
+        out.append(cascade_finding(finding, cascade))
         namespaces += [dataclasses.replace(finding, severity="error", resource=str(rid), message="")
                        for rid in cascade.deletes if (rid.group, rid.kind) == ("", "Namespace")]
     if namespaces:  # a namespace the cascade deletes takes everything in it, whoever applies it
@@ -322,7 +322,7 @@ def with_cascades(findings: Sequence[Finding], tree: Tree, base: Inventory, conf
     return out
 
 
-def cascade_finding(finding: Finding, cascade: Cascade, config: Config) -> Finding:
+def cascade_finding(finding: Finding, cascade: Cascade) -> Finding:
     """`finding`, which deletes `cascade.owner`, saying what goes with it and how to keep it."""
     owner = cascade.owner
     name, ns = owner.name, owner.namespace or "flux-system"

@@ -324,7 +324,8 @@ def make_pr(w: World, root: Path) -> str:
     # Two times in three, the change touches an owner when the world has one (a Kustomization or a
     # HelmRelease in a wave): those are the cases where deleting one object deletes many.
     owners = [n for n in onboarded if w.shapes.get(n, "plain") != "plain"] if w.pick % 3 else []
-    pairs = [p for p in pairs if p[0] in owners] or pairs
+    depth = {n: wave_depth(w.deps, n) for n in w.deps}
+    pairs = [p for p in pairs if p[0] in owners and depth[p[1]] >= depth[p[0]]] or pairs  # it moves up
     candidates = owners or onboarded or sorted(w.deps)
     single = candidates[w.pick % len(candidates)]
     t, o = pairs[w.pick % len(pairs)] if pairs else (single, single)
@@ -374,6 +375,11 @@ def make_pr(w: World, root: Path) -> str:
     git(root, "add", "-A")
     git(root, "commit", "-q", "--allow-empty", "-m", "pr")
     return done
+
+
+def wave_depth(deps: dict[str, list[str]], name: str) -> int:
+    """The wave of `name`: its longest dependency path."""
+    return 1 + max((wave_depth(deps, d) for d in deps[name]), default=-1)
 
 
 def closure(deps: dict[str, list[str]], start: str) -> set[str]:
@@ -442,7 +448,11 @@ def check_findings(outcome: Outcome, findings: list[dict[str, Any]]) -> None:
         if stateful:
             assert any(f["severity"] == "error" for f in about), f"{rid} is lost without an error: {about}"
     deleted = {str(rid) for rid in outcome.deletions}
+    lost_with = {str(o) for rid in outcome.deletions if (rid.group, rid.kind) in STATEFUL
+                 for o in {*owners(rid), *([outcome.rendered[rid]] if rid in outcome.rendered else [])}}
     for f in findings:
+        if f["severity"] == "error" and "Data is lost: " in f["message"]:  # an owner's cascade
+            assert f["resource"] in lost_with, f"the model loses nothing with {f['resource']}, yet: {f}"
         if f["severity"] != "error" or f["code"] not in MOVE_CODES:
             continue
         if f["code"] == "kustomization-removed":
