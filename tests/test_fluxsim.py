@@ -1,11 +1,13 @@
 """wave-bot's prune-hazard findings against `fluxsim`, a model of kustomize-controller.
 
 Random small repositories (a catalog, app manifests with Deployments, PVCs, Namespaces and CNPG
-Clusters, some protected at base) and random pull requests go through the real `wave-bot apply
---base main --fix-overlays` on real git repositories. The model then replays Flux over the
+Clusters, some protected at base; some units hold an owner instead: a child Flux Kustomization,
+pruning or not, whose path holds the objects, or a HelmRelease) and random pull requests go through
+the real `wave-bot apply --base main --fix-overlays` on real git repositories. The model then replays Flux over the
 transition from the base commit to what wave-bot leaves: every object it deletes in some possible
-history must have a finding naming it (an error when deleting it loses data), and no error claims a
-deletion that the model never performs.
+history must have a finding naming it (an error when deleting it loses data; what an owner's
+deletion deletes is named on the finding that deletes the owner, and what a chart renders is covered
+by the release's uninstall), and no error claims a deletion that the model never performs.
 """
 from __future__ import annotations
 
