@@ -187,7 +187,9 @@ KINDS = st.lists(st.sampled_from(["PersistentVolumeClaim", "Namespace", "Cluster
                  max_size=2)
 PRS = ["add-dependency", "remove-dependencies", "add-service", "delete-file", "delete-catalog-entry",
        "annotate-and-move", "remove-platform", "rename-waves", "move-from-platform", "prune-on-and-move",
-       "nothing"]
+       "nothing", "move-owner", "delete-owner"]
+"""move-owner / delete-owner: add-dependency (moving it to a later wave) / delete-file on a unit that is an
+owner (nothing when the world has none)."""
 
 
 @st.composite
@@ -325,18 +327,22 @@ def make_pr(w: World, root: Path) -> str:
              and o not in w.deps[t]]
     # Two times in three, the change touches an owner when the world has one (a Kustomization or a
     # HelmRelease in a wave): those are the cases where deleting one object deletes many.
-    owners = [n for n in onboarded if w.shapes.get(n, "plain") != "plain"] if w.pick % 3 else []
+    on_owner = w.pr in ("move-owner", "delete-owner")
+    owners = [n for n in onboarded if w.shapes.get(n, "plain") != "plain"] if w.pick % 3 or on_owner else []
     depth = {n: wave_depth(w.deps, n) for n in w.deps}
-    pairs = [p for p in pairs if p[0] in owners and depth[p[1]] >= depth[p[0]]] or pairs  # it moves up
+    moving = [p for p in pairs if p[0] in owners and depth[p[1]] >= depth[p[0]]]  # it moves up
+    pairs = moving if on_owner else moving or pairs
+    if on_owner and not (moving if w.pr == "move-owner" else owners):
+        w.pr = "nothing"
     candidates = owners or onboarded or sorted(w.deps)
     single = candidates[w.pick % len(candidates)]
     t, o = pairs[w.pick % len(pairs)] if pairs else (single, single)
-    if w.pr in ("remove-dependencies", "delete-file", "delete-catalog-entry", "add-service"):
+    if w.pr in ("remove-dependencies", "delete-file", "delete-catalog-entry", "add-service", "delete-owner"):
         t = single
     catalog = root / "catalog"
     app = next(iter([*root.glob(f"apps/*/{t}.yaml"), *root.glob(f"apps/{t}.yaml")]), None)
     done = w.pr
-    if w.pr == "add-dependency" and t != o:
+    if w.pr in ("add-dependency", "move-owner") and t != o:
         w.deps[t] = sorted({*w.deps[t], o})
         write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t])})
     elif w.pr == "remove-dependencies":
@@ -345,7 +351,7 @@ def make_pr(w: World, root: Path) -> str:
     elif w.pr == "add-service":
         write_files(root, {"catalog/new.yaml": service("new", t),
                            "apps/new.yaml": manifest("new", ["Deployment"], False)})
-    elif w.pr == "delete-file" and app is not None:
+    elif w.pr in ("delete-file", "delete-owner") and app is not None:
         app.unlink()
     elif w.pr == "delete-catalog-entry":
         (catalog / f"{t}.yaml").unlink()
