@@ -57,6 +57,8 @@ _LOSS: dict[tuple[str, str], str] = {
     ("", "Namespace"): "the namespace is deleted and everything in it with it",
     ("postgresql.cnpg.io", "Cluster"): "the CNPG database cluster is deleted and its PVCs with it: the data is lost",
 }
+# What deleting and recreating a plain object costs (`bot.cascade` replaces it for owners).
+RESTART = "it is missing in between (a restart, and an outage of what needs it)"
 
 
 def stateful_entry(rid: ResourceId, config: Config) -> str | None:
@@ -256,7 +258,7 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
             path=new.path, line=new.line, wave=new.wave, resource=str(rid),
         )
     stateful = is_stateful(rid, config)
-    cost = _loss(rid, config) if stateful else "it is missing in between (a restart, and an outage of what needs it)"
+    cost = _loss(rid, config) if stateful else RESTART
     late = (f" The annotation this change adds comes too late: the live object does not carry it when "
             f"{old_cr} prunes." if new.prune_disabled else "")
     return Finding(
@@ -349,7 +351,7 @@ def _owner_move(code: str, rid: ResourceId, old: Copy, new: Copy, keepers: set[s
             path=new.path, line=new.line, wave=new.wave, resource=str(rid),
         )
     stateful = is_stateful(rid, config)
-    cost = _loss(rid, config) if stateful else "it is missing in between (a restart, and an outage of what needs it)"
+    cost = _loss(rid, config) if stateful else RESTART
     return Finding(
         code=code,
         severity="error" if stateful else "warning",

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, tiers, units
+from bot import cascade, gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, tiers, units
 from bot.catalog import load_catalog, missing_dir
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -167,7 +167,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
                      for n in removed]
         findings += [hazards.wave_removable_finding(before, n, config, refs)
                      for n, refs in references.items() if n not in removed]
-        findings += hazards.hazard_findings(before, now, config)
+        findings += cascade.with_cascades(hazards.hazard_findings(before, now, config), base, before, config)
         deepest_before = max(existing_waves(base, config), default=None)
         # Where each file was at base, from the inventory already read (no second walk of the base).
         base_waves: dict[str, Slot | None] | None = {
@@ -179,7 +179,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         removed, removal = (), []
         findings += [*now.problems, *hazards.duplicate_findings(now), *hazards.shared_findings(ownership(now, config))]
         if moves:
-            findings += hazards.work_tree_move_findings(here or read_inventory(tree, config, cache), now, config)
+            deployed = here or read_inventory(tree, config, cache)
+            findings += cascade.with_cascades(hazards.work_tree_move_findings(deployed, now, config), tree, deployed,
+                                              config)
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
     changes = _compact([*moves, *writes, *retired, *_deletes(tree, removed, config), *removal])

@@ -24,6 +24,18 @@ Written from Flux's documented behaviour, not from `bot/hazards.py`, so that the
   at the base revision either may own it and its live annotations are that copy's.
 - Deleting a Namespace deletes every object in it (the namespace controller ignores Flux's
   annotations).
+- Owners inside what a Kustomization applies: a Flux Kustomization it applies is a nested
+  Kustomization, and a HelmRelease it applies is a Helm release.
+  - A nested Kustomization reconciles (builds its path, applies, prunes with its own spec) right
+    after the Kustomization applying it applied it: modelled as one step, since nothing in the
+    simulated repositories changes what a nested Kustomization builds between the two.
+  - Deleting a nested Kustomization (pruned, by a finalizer, with its namespace) runs its finalizer
+    with its live spec, by the same rules as above, so its own nested owners go too.
+  - A HelmRelease owns what its chart renders. The simulation has one chart (`render`): a
+    Deployment named after the release, and a PersistentVolumeClaim `<name>-data` when
+    `values.persistence.enabled` is true without `existingClaim` (what most charts do; this chart
+    marks nothing `helm.sh/resource-policy: keep`). Deleting the HelmRelease uninstalls the
+    release: helm-controller deletes every object it rendered, whatever Flux's annotations say.
 
 YAML is read as YAML 1.2 (ruamel's safe loader), as kustomize's kyaml reads it: `prune: yes` is
 the string "yes", which the CRD's boolean field rejects; this model treats only `true` as true.
@@ -32,6 +44,7 @@ the string "yes", which the CRD's boolean field rejects; this model treats only 
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import posixpath
 from collections.abc import Iterator, Mapping
@@ -41,6 +54,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
+HELM_GROUP = "helm.toolkit.fluxcd.io"
 PRUNE = f"{FLUX_GROUP}/prune"
 ENTRY = "clusters/base"
 MAX_HISTORIES = 20_000
@@ -62,12 +76,6 @@ class Rid:
 
 
 @dataclass(frozen=True)
-class Manifest:
-    rid: Rid
-    prune_disabled: bool
-
-
-@dataclass(frozen=True)
 class Spec:
     name: str
     path: str
@@ -80,6 +88,16 @@ class Spec:
         if self.deletion_policy in ("Delete", "WaitForTermination"):
             return True
         return self.prune and self.deletion_policy in ("", "MirrorPrune")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    rid: Rid
+    prune_disabled: bool
+    child: Spec | None = None
+    """For a Flux Kustomization applied by another: its spec (a nested Kustomization)."""
+    chart: tuple[Manifest, ...] = ()
+    """For a HelmRelease: what its chart renders."""
 
 
 Files = Mapping[str, bytes]
@@ -103,8 +121,40 @@ def _manifests(data: bytes) -> list[Manifest]:
             rid = Rid(api.rpartition("/")[0], str(obj.get("kind")), str(meta.get("namespace") or ""),
                       str(meta.get("name")))
             marks = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
-            out.append(Manifest(rid, str(marks.get(PRUNE, "")).lower() == "disabled"))
+            disabled = str(marks.get(PRUNE, "")).lower() == "disabled"
+            spec = obj.get("spec") or {}
+            if rid.group == FLUX_GROUP and rid.kind == "Kustomization":
+                out.append(Manifest(rid, disabled, child=_spec(rid.name, spec)))
+            elif rid.group == HELM_GROUP and rid.kind == "HelmRelease":
+                out.append(Manifest(rid, disabled, chart=render(rid, spec)))
+            else:
+                out.append(Manifest(rid, disabled))
     return out
+
+
+def _spec(name: str, spec: Mapping[str, Any]) -> Spec:
+    return Spec(
+        name=name,
+        path=str(spec.get("path", "")).removeprefix("./") or ".",
+        prune=spec.get("prune") is True,
+        deletion_policy=str(spec.get("deletionPolicy") or ""),
+        depends_on=tuple(str(d.get("name")) for d in spec.get("dependsOn") or []),
+    )
+
+
+def render(release: Rid, spec: Mapping[str, Any]) -> tuple[Manifest, ...]:
+    """The simulation's one chart: a Deployment, and a claim when persistence is enabled."""
+    namespace = str(spec.get("targetNamespace") or release.namespace)
+    out = [Manifest(Rid("apps", "Deployment", namespace, release.name), False)]
+    persistence = (spec.get("values") or {}).get("persistence") or {}
+    if persistence.get("enabled") is True and not persistence.get("existingClaim"):
+        out.append(Manifest(Rid("", "PersistentVolumeClaim", namespace, f"{release.name}-data"), False))
+    return tuple(out)
+
+
+def helm_owner(release: Rid) -> str:
+    """The owner name the release's objects are recorded under."""
+    return f"helm:{release.namespace}/{release.name}"
 
 
 def _is_yaml(name: str) -> bool:
@@ -155,14 +205,7 @@ def kustomizations(files: Files) -> dict[str, Spec]:
     """The Flux Kustomizations the root applies (what `clusters/base` builds)."""
     out = {}
     for m, doc in _flux_docs(files):
-        spec = doc.get("spec") or {}
-        out[m.rid.name] = Spec(
-            name=m.rid.name,
-            path=str(spec.get("path", "")).removeprefix("./") or ".",
-            prune=spec.get("prune") is True,
-            deletion_policy=str(spec.get("deletionPolicy") or ""),
-            depends_on=tuple(str(d.get("name")) for d in spec.get("dependsOn") or []),
-        )
+        out[m.rid.name] = _spec(m.rid.name, doc.get("spec") or {})
     return out
 
 
@@ -195,14 +238,19 @@ class Deletion:
     by: str
     """The Kustomization whose garbage collection (or finalizer, or namespace) deleted it."""
     how: str
-    """'pruned', 'finalizer' or 'namespace'."""
+    """'pruned', 'finalizer', 'namespace' or 'uninstall'."""
     recreated: bool = False
+    owner: Rid | None = None
+    """The nested owner whose deletion deleted it (its finalizer, its uninstall, or a namespace it
+    deleted); None when a Kustomization the root applies did."""
 
 
 @dataclass
 class Outcome:
     deletions: dict[Rid, set[Deletion]] = field(default_factory=dict)
     histories: int = 0
+    rendered: dict[Rid, Rid] = field(default_factory=dict)
+    """Object -> the HelmRelease whose chart rendered it (at base)."""
 
     @property
     def deleted(self) -> set[Rid]:
@@ -229,6 +277,8 @@ def simulate(base: Files, head: Files) -> Outcome:
     """Every object deleted in some history of Flux reconciling `head` over a cluster at `base`."""
     base_ks, head_ks = kustomizations(base), kustomizations(head)
     base_builds = {name: build(base, spec.path) or [] for name, spec in base_ks.items()}
+    for owner, m in list(_nested(base, [m for ms in base_builds.values() for m in ms])):
+        base_builds.setdefault(owner, []).append(m)
     # Who may own each object at base: every Kustomization defining it (the last applier wins).
     definers: dict[Rid, list[tuple[str, Manifest]]] = {}
     for name, manifests in sorted(base_builds.items()):
@@ -251,7 +301,7 @@ def simulate(base: Files, head: Files) -> Outcome:
         [(name, s) for s in {base_ks[name], head_ks[name]}] if name in base_ks else [(name, head_ks[name])]
         for name in sorted(runnable)
     ]
-    outcome = Outcome()
+    outcome = Outcome(rendered={r.rid: m.rid for ms in base_builds.values() for m in ms for r in m.chart})
     owner_choices = [[(rid, n, m) for n, m in definers[rid]] for rid in contested]
     # A removed Kustomization may still reconcile the new revision (with its old spec) before the
     # root deletes it, or not; its finalizer runs after that.
@@ -275,6 +325,16 @@ def simulate(base: Files, head: Files) -> Outcome:
     return outcome
 
 
+def _nested(files: Files, manifests: list[Manifest], seen: tuple[str, ...] = ()) -> Iterator[tuple[str, Manifest]]:
+    """(owner, object) for everything the nested owners among `manifests` apply, recursively."""
+    for m in manifests:
+        if m.child is not None and m.child.name not in seen:
+            found = build(files, m.child.path) or []
+            yield from ((m.child.name, c) for c in found)
+            yield from _nested(files, found, (*seen, m.child.name))
+        yield from ((helm_owner(m.rid), r) for r in m.chart)
+
+
 def _history(
     base: Files, head: Files, base_ks: Mapping[str, Spec], base_builds: Mapping[str, list[Manifest]],
     definers: Mapping[Rid, list[tuple[str, Manifest]]], owners: Mapping[Rid, tuple[str, Manifest]],
@@ -286,20 +346,49 @@ def _history(
         live[rid] = Live(name, m.prune_disabled)
     inventory = {name: {m.rid for m in ms} for name, ms in base_builds.items()}
     deleted: dict[Rid, Deletion] = {}
+    # The live spec of every nested Kustomization (its finalizer runs with it).
+    nested_specs = {m.rid: m.child for ms in base_builds.values() for m in ms if m.child is not None}
 
-    def delete(rid: Rid, by: str, how: str) -> None:
+    def delete(rid: Rid, by: str, how: str, owner: Rid | None = None) -> None:
         live.pop(rid, None)
-        deleted[rid] = Deletion(rid, by, how)
+        deleted[rid] = Deletion(rid, by, how, owner=owner)
         if rid.group == "" and rid.kind == "Namespace":
             for other in [r for r in live if r.namespace == rid.name]:
-                live.pop(other)
-                deleted[other] = Deletion(other, by, "namespace")
+                if other in live:
+                    delete(other, by, "namespace", owner)
+        spec = nested_specs.pop(rid, None)
+        if spec is not None and spec.finalizer_prunes:
+            collect(spec.name, inventory.get(spec.name, set()), "finalizer", rid)
+        if rid.group == HELM_GROUP and rid.kind == "HelmRelease":  # helm-controller uninstalls
+            name = helm_owner(rid)
+            for r in sorted(inventory.get(name, set())):
+                if r in live and live[r].owner == name:
+                    delete(r, name, "uninstall", rid)
 
-    def collect(name: str, stale: set[Rid], how: str) -> None:
+    def collect(name: str, stale: set[Rid], how: str, owner: Rid | None = None) -> None:
         for rid in sorted(stale):
             obj = live.get(rid)
             if obj is not None and obj.owner == name and not obj.prune_disabled:
-                delete(rid, name, how)
+                delete(rid, name, how, owner)
+
+    def apply(m: Manifest, owner: str, depth: int = 0) -> None:
+        live[m.rid] = Live(owner, m.prune_disabled)
+        if m.rid in deleted:
+            deleted[m.rid] = dataclasses.replace(deleted[m.rid], recreated=True)
+        if m.child is not None and depth < 8:  # a nested Kustomization reconciles in the same step
+            nested_specs[m.rid] = m.child
+            found = build(head, m.child.path)
+            if found is not None:
+                for c in found:
+                    apply(c, m.child.name, depth + 1)
+                now = {c.rid for c in found}
+                if m.child.prune:
+                    collect(m.child.name, inventory.get(m.child.name, set()) - now, "pruned", m.rid)
+                inventory[m.child.name] = now
+        if m.chart:  # helm-controller installs (or upgrades) the release
+            for r in m.chart:
+                apply(r, helm_owner(m.rid), depth + 1)
+            inventory[helm_owner(m.rid)] = {r.rid for r in m.chart}
 
     failed: set[str] = set()
     for actor in order:
@@ -315,9 +404,7 @@ def _history(
             continue
         manifests = found
         for m in manifests:
-            live[m.rid] = Live(actor, m.prune_disabled)
-            if m.rid in deleted:
-                deleted[m.rid] = Deletion(m.rid, deleted[m.rid].by, deleted[m.rid].how, recreated=True)
+            apply(m, actor)
         now = {m.rid for m in manifests}
         if spec.prune:
             collect(actor, inventory.get(actor, set()) - now, "pruned")

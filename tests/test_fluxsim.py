@@ -1,11 +1,13 @@
 """wave-bot's prune-hazard findings against `fluxsim`, a model of kustomize-controller.
 
 Random small repositories (a catalog, app manifests with Deployments, PVCs, Namespaces and CNPG
-Clusters, some protected at base) and random pull requests go through the real `wave-bot apply
---base main --fix-overlays` on real git repositories. The model then replays Flux over the
+Clusters, some protected at base; some units hold an owner instead: a child Flux Kustomization,
+pruning or not, whose path holds the objects, or a HelmRelease) and random pull requests go through
+the real `wave-bot apply --base main --fix-overlays` on real git repositories. The model then replays Flux over the
 transition from the base commit to what wave-bot leaves: every object it deletes in some possible
-history must have a finding naming it (an error when deleting it loses data), and no error claims a
-deletion that the model never performs.
+history must have a finding naming it (an error when deleting it loses data; what an owner's
+deletion deletes is named on the finding that deletes the owner, and what a chart renders is covered
+by the release's uninstall), and no error claims a deletion that the model never performs.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from hypothesis import strategies as st
 from bot.cli import main
 
 from conftest import service, snapshot, write_files
-from fluxsim import PRUNE, Rid, build, simulate
+from fluxsim import PRUNE, Outcome, Rid, build, simulate
 
 STATEFUL = {("", "PersistentVolumeClaim"), ("", "PersistentVolume"), ("", "Namespace"),
             ("postgresql.cnpg.io", "Cluster")}
@@ -125,6 +127,36 @@ def test_the_model_releases_a_legacy_kustomization_only_with_prune_false() -> No
     assert simulate(legacy(True), legacy(False)).deleted == set()  # step 1 alone deletes nothing
 
 
+def test_the_model_runs_a_nested_kustomizations_finalizer_only_when_it_collects() -> None:
+    data = Rid("", "PersistentVolumeClaim", "default", "data")
+    child = Rid("kustomize.toolkit.fluxcd.io", "Kustomization", "flux-system", "child")
+
+    def world(prune: bool, wave: str) -> dict[str, bytes]:
+        files = two_waves(**{wave: flux_k("child", "kubernetes/child", prune)})
+        return {**files, "kubernetes/child/pvc.yaml": cm("data", kind="PersistentVolumeClaim")}
+
+    outcome = simulate(world(True, "a"), world(True, "b"))
+    assert outcome.deleted == {child, data}
+    (gone,) = outcome.deletions[data]
+    assert (gone.how, gone.by, gone.owner, gone.recreated) == ("finalizer", "child", child, True)
+    assert simulate(world(False, "a"), world(False, "b")).deleted == {child}
+    assert simulate(world(True, "b"), world(True, "a")).deleted == set()  # adopted by the earlier wave
+
+
+def test_the_model_uninstalls_a_deleted_helmrelease_with_what_its_chart_rendered() -> None:
+    release = Rid("helm.toolkit.fluxcd.io", "HelmRelease", "default", "app")
+    claim = Rid("", "PersistentVolumeClaim", "default", "app-data")
+
+    def hr(persistence: bool) -> bytes:
+        values = "  values:\n    persistence:\n      enabled: true\n" if persistence else ""
+        return cm("app", kind="HelmRelease", api="helm.toolkit.fluxcd.io/v2") + b"spec:\n" + values.encode()
+
+    outcome = simulate(two_waves(a=hr(True)), two_waves(b=hr(True)))
+    assert outcome.deleted == {release, claim, Rid("apps", "Deployment", "default", "app")}
+    assert {d.how for d in outcome.deletions[claim]} == {"uninstall"}
+    assert claim not in simulate(two_waves(a=hr(False)), two_waves(b=hr(False))).deleted
+
+
 # ---- random repositories and pull requests -------------------------------------------------------
 
 
@@ -147,13 +179,17 @@ class World:
     pick: int
     """Chooses the services the pull request touches among those it can touch."""
     extra: dict[str, Any] = field(default_factory=dict)
+    shapes: dict[str, str] = field(default_factory=dict)
+    """service -> what its unit file holds: plain objects, or an owner of them (SHAPES)."""
 
 
 KINDS = st.lists(st.sampled_from(["PersistentVolumeClaim", "Namespace", "Cluster", "ConfigMap"]), unique=True,
                  max_size=2)
 PRS = ["add-dependency", "remove-dependencies", "add-service", "delete-file", "delete-catalog-entry",
        "annotate-and-move", "remove-platform", "rename-waves", "move-from-platform", "prune-on-and-move",
-       "nothing"]
+       "nothing", "move-owner", "delete-owner"]
+"""move-owner / delete-owner: add-dependency (moving it to a later wave) / delete-file on a unit that is an
+owner (nothing when the world has none)."""
 
 
 @st.composite
@@ -173,8 +209,37 @@ def worlds(draw: st.DrawFn) -> World:
     kinds = [k for k in PRS if (k != "move-from-platform" or in_platform) and (k != "prune-on-and-move" or
                                                                               layout == "noprune")]
     pr = "nothing" if layout.startswith("legacy") else draw(st.sampled_from(kinds))
-    return World(deps, objects, protected, layout, draw(st.booleans()), in_platform, duplicate, pr,
-                 draw(st.integers(0, 63)))
+    w = World(deps, objects, protected, layout, draw(st.booleans()), in_platform, duplicate, pr,
+              draw(st.integers(0, 63)))
+    # Owners only where the rest of the world leaves them alone: wave-bot does not read what the
+    # platform Kustomization's nested owners apply, nor a child's objects defined twice.
+    plain = {in_platform, *(duplicate or ())}
+    w.shapes = {n: "plain" if n in plain else draw(st.sampled_from(SHAPES)) for n in names}
+    return w
+
+
+SHAPES = ["plain", "child", "child-keep", "helm"]
+"""plain: the objects themselves; child / child-keep: a Flux Kustomization (prune: true / false) whose
+path holds them; helm: a HelmRelease whose chart renders a claim when the service has a PVC."""
+
+
+def unit(w: World, name: str, protected: bool) -> dict[str, str]:
+    """The unit file's text (key "") and the files its owner applies (their paths)."""
+    kinds, shape = w.objects[name], w.shapes.get(name, "plain")
+    notes = f"\n  annotations:\n    {PRUNE}: disabled" if protected else ""
+    if shape.startswith("child"):
+        prune = "true" if shape == "child" else "false"
+        owner = flux(name, f"kubernetes/{name}/app", prune=prune).replace(
+            "  namespace: flux-system\n", f"  namespace: flux-system{notes}\n")
+        return {"": owner, f"kubernetes/{name}/app/{name}.yaml": manifest(name, kinds, False)}
+    if shape == "helm":
+        values = "  values:\n    persistence:\n      enabled: true\n" if "PersistentVolumeClaim" in kinds else ""
+        release = (f"apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {name}\n"
+                   f"  namespace: {name}{notes}\nspec:\n  interval: 30m\n  chart:\n    spec:\n      chart: app\n"
+                   f"{values}")
+        namespace = manifest(name, ["Namespace"], protected) + "---\n" if "Namespace" in kinds else ""
+        return {"": namespace + release}
+    return {"": manifest(name, kinds, protected)}
 
 
 def manifest(name: str, kinds: list[str], protected: bool) -> str:
@@ -213,9 +278,9 @@ def cli(repo: Path, *args: str) -> tuple[int, dict[str, Any]]:
 
 def base_files(w: World) -> dict[str, str]:
     files = {f"catalog/{n}.yaml": service(n, *d) for n, d in w.deps.items()}
-    for n, kinds in w.objects.items():
+    for n in w.objects:
         where = "platform" if n == w.in_platform else "apps"
-        files[f"{where}/{n}.yaml"] = manifest(n, kinds, n in w.protected)
+        files |= {path or f"{where}/{n}.yaml": text for path, text in unit(w, n, n in w.protected).items()}
     platform = [f"{w.in_platform}.yaml"] if w.in_platform else []
     files["platform/kustomization.yaml"] = kustomization("base.yaml", *platform)
     files["platform/base.yaml"] = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: platform\n"
@@ -260,15 +325,24 @@ def make_pr(w: World, root: Path) -> str:
     # New edges that keep the catalog acyclic: o must not depend on t already.
     pairs = [(t, o) for t in onboarded for o in sorted(w.deps) if t != o and o not in closure(w.deps, t)
              and o not in w.deps[t]]
-    candidates = onboarded or sorted(w.deps)
+    # Two times in three, the change touches an owner when the world has one (a Kustomization or a
+    # HelmRelease in a wave): those are the cases where deleting one object deletes many.
+    on_owner = w.pr in ("move-owner", "delete-owner")
+    owners = [n for n in onboarded if w.shapes.get(n, "plain") != "plain"] if w.pick % 3 or on_owner else []
+    depth = {n: wave_depth(w.deps, n) for n in w.deps}
+    moving = [p for p in pairs if p[0] in owners and depth[p[1]] >= depth[p[0]]]  # it moves up
+    pairs = moving if on_owner else moving or pairs
+    if on_owner and not (moving if w.pr == "move-owner" else owners):
+        w.pr = "nothing"
+    candidates = owners or onboarded or sorted(w.deps)
     single = candidates[w.pick % len(candidates)]
     t, o = pairs[w.pick % len(pairs)] if pairs else (single, single)
-    if w.pr in ("remove-dependencies", "delete-file", "delete-catalog-entry", "add-service"):
+    if w.pr in ("remove-dependencies", "delete-file", "delete-catalog-entry", "add-service", "delete-owner"):
         t = single
     catalog = root / "catalog"
     app = next(iter([*root.glob(f"apps/*/{t}.yaml"), *root.glob(f"apps/{t}.yaml")]), None)
     done = w.pr
-    if w.pr == "add-dependency" and t != o:
+    if w.pr in ("add-dependency", "move-owner") and t != o:
         w.deps[t] = sorted({*w.deps[t], o})
         write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t])})
     elif w.pr == "remove-dependencies":
@@ -277,7 +351,7 @@ def make_pr(w: World, root: Path) -> str:
     elif w.pr == "add-service":
         write_files(root, {"catalog/new.yaml": service("new", t),
                            "apps/new.yaml": manifest("new", ["Deployment"], False)})
-    elif w.pr == "delete-file" and app is not None:
+    elif w.pr in ("delete-file", "delete-owner") and app is not None:
         app.unlink()
     elif w.pr == "delete-catalog-entry":
         (catalog / f"{t}.yaml").unlink()
@@ -285,7 +359,7 @@ def make_pr(w: World, root: Path) -> str:
             if t in d:
                 write_files(root, {f"catalog/{n}.yaml": service(n, *[x for x in d if x != t])})
     elif w.pr == "annotate-and-move" and app is not None and t != o:
-        app.write_text(manifest(t, w.objects[t], True))
+        app.write_text(unit(w, t, True)[""])
         write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t], o)})
     elif w.pr == "remove-platform":
         kust = root / "clusters/base/kustomization.yaml"
@@ -311,6 +385,11 @@ def make_pr(w: World, root: Path) -> str:
     return done
 
 
+def wave_depth(deps: dict[str, list[str]], name: str) -> int:
+    """The wave of `name`: its longest dependency path."""
+    return 1 + max((wave_depth(deps, d) for d in deps[name]), default=-1)
+
+
 def closure(deps: dict[str, list[str]], start: str) -> set[str]:
     """`start` and every node that depends on it, directly or not."""
     out, grew = {start}, True
@@ -327,32 +406,72 @@ def files_of(root: Path) -> dict[str, bytes]:
     return {k: v for k, v in snapshot(root).items() if not k.endswith("/")}
 
 
-def check_findings(outcome_deleted: dict[Rid, Any], findings: list[dict[str, Any]], finalized: Any) -> None:
+def check_findings(outcome: Outcome, findings: list[dict[str, Any]]) -> None:
     named: dict[str, list[dict[str, Any]]] = {}
     for f in findings:
         if f.get("resource"):
             named.setdefault(f["resource"], []).append(f)
     removed = {f["resource"].rsplit("/", 1)[1] for f in findings
                if f["code"] == "kustomization-removed" and f["severity"] == "error"}
-    for rid, how in outcome_deleted.items():
-        if all(d.how == "finalizer" and d.by in removed for d in how):
-            continue  # the error on the removed Kustomization counts what its finalizer deletes
+
+    def by_removal(rid: Rid, seen: frozenset[Rid] = frozenset()) -> bool:
+        """Whether every way `rid` is deleted comes from a removed Kustomization's finalizer (the error
+        on the removed Kustomization counts what its finalizer deletes, and what is in a Namespace it
+        deletes), through nested owners."""
+        return all(d.how in ("finalizer", "namespace") and d.by in removed and d.owner is None
+                   or d.owner is not None and d.owner not in seen and by_removal(d.owner, seen | {rid})
+                   for d in outcome.deletions.get(rid, ()))
+
+    def owners(rid: Rid) -> set[Rid]:
+        """The nested owners whose deletion deletes `rid`, directly or not."""
+        found: set[Rid] = set()
+        todo = [d.owner for d in outcome.deletions[rid] if d.owner is not None]
+        while todo:
+            owner = todo.pop()
+            if owner not in found:
+                found.add(owner)
+                todo += [d.owner for d in outcome.deletions.get(owner, ()) if d.owner is not None]
+        return found
+
+    for rid, how in outcome.deletions.items():
+        stateful = (rid.group, rid.kind) in STATEFUL
+        if by_removal(rid):
+            continue
+        if rid in outcome.rendered:  # wave-bot cannot see a chart's objects: the release's finding says it
+            release = str(outcome.rendered[rid])
+            about = [f for f in named.get(release, []) if "uninstalls the release" in f["message"]]
+            assert about, f"Flux uninstalls {release}, deleting {rid}, and no finding says so: {findings}"
+            if stateful:
+                assert any(f["severity"] == "error" for f in about), f"{rid} is lost without an error: {about}"
+            continue
+        if owners(rid):
+            about = [f for o in owners(rid) for f in named.get(str(o), []) if str(rid) in f["message"]]
+            assert about or any(by_removal(o) for o in owners(rid)), (
+                f"{rid} goes with {owners(rid)} ({how}) and no finding on them names it: {findings}")
+            if stateful and about:
+                assert any(f["severity"] == "error" for f in about), f"{rid} is lost without an error: {about}"
+            continue
         about = named.get(str(rid), [])
-        assert about, f"Flux deletes {rid} ({outcome_deleted[rid]}) and no finding names it: {findings}"
-        if (rid.group, rid.kind) in STATEFUL:
+        assert about, f"Flux deletes {rid} ({outcome.deletions[rid]}) and no finding names it: {findings}"
+        if stateful:
             assert any(f["severity"] == "error" for f in about), f"{rid} is lost without an error: {about}"
-    deleted = {str(rid) for rid in outcome_deleted}
+    deleted = {str(rid) for rid in outcome.deletions}
+    lost_with = {str(o) for rid in outcome.deletions if (rid.group, rid.kind) in STATEFUL
+                 for o in {*owners(rid), *([outcome.rendered[rid]] if rid in outcome.rendered else [])}}
     for f in findings:
+        if f["severity"] == "error" and "Data is lost: " in f["message"]:  # an owner's cascade
+            assert f["resource"] in lost_with, f"the model loses nothing with {f['resource']}, yet: {f}"
         if f["severity"] != "error" or f["code"] not in MOVE_CODES:
             continue
         if f["code"] == "kustomization-removed":
-            assert finalized(f["resource"].rsplit("/", 1)[1]), f"nothing is deleted, yet: {f}"
+            assert outcome.finalizer_deleted(f["resource"].rsplit("/", 1)[1]), f"nothing is deleted, yet: {f}"
         else:
             assert f["resource"] in deleted, f"the model deletes nothing here, yet: {f}"
 
 
 PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + ([] if os.environ.get("FLUXSIM_NO_SHRINK") else [Phase.shrink])
 COUNTER = {"cases": 0, "deleting": 0}
+OWNERS = {"cases": 0, "cascading": 0}
 KINDS_SEEN: dict[str, int] = {}
 
 
@@ -372,7 +491,9 @@ def test_every_deletion_flux_performs_has_a_finding_and_no_error_is_a_false_alar
         COUNTER["cases"] += 1
         COUNTER["deleting"] += bool(outcome.deletions)
         KINDS_SEEN[kind] = KINDS_SEEN.get(kind, 0) + 1
-        check_findings(outcome.deletions, report["findings"], outcome.finalizer_deleted)
+        OWNERS["cases"] += any(shape != "plain" for shape in w.shapes.values())
+        OWNERS["cascading"] += any(d.owner is not None for ds in outcome.deletions.values() for d in ds)
+        check_findings(outcome, report["findings"])
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -380,4 +501,5 @@ def _report_counts() -> Any:
     yield
     if COUNTER["cases"]:
         print(f"\nfluxsim: {COUNTER['cases']} cases, {COUNTER['deleting']} where Flux deletes something; "
-              + ", ".join(f"{k}: {n}" for k, n in sorted(KINDS_SEEN.items())))
+              + ", ".join(f"{k}: {n}" for k, n in sorted(KINDS_SEEN.items()))
+              + f"; {OWNERS['cases']} with owners in the waves, {OWNERS['cascading']} where deleting one deletes more")
