@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored
+from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, wiring
 from bot.catalog import load_catalog, missing_dir
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -135,6 +135,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     if cutover is not None and here is not None and cutover.step == 1:
         return _release_plan(tree, config, graph, files, existing, cutover, here, before, cache)
     template, template_source = render.resolve_template(tree, config)
+    config = wiring.keep_root(config, flux, template_source)
     if cutover is not None and template_source == cutover.legacy.path:
         # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
         template = {**template, "spec": {**template["spec"], "prune": True}}

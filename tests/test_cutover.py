@@ -196,6 +196,35 @@ def test_step_2_without_fix_overlays_gives_the_snippets_and_still_builds(
     overlays_build(flat_repo, kubectl)
 
 
+def test_the_split_keeps_what_apps_depended_on_and_writes_its_own_comments(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    """A repository whose `apps` waits for `platform` (not the default root, platform-config), and whose
+    base entry describes `apps`: wave 0 keeps waiting for `platform`, through step 2 and after it."""
+    legacy = flat_repo / "clusters/base/apps.yaml"
+    legacy.write_text(legacy.read_text().replace("- name: platform-config", "- name: platform"))
+    base = flat_repo / "clusters/base/kustomization.yaml"
+    own = "  - apps.yaml # Flux Kustomization -> ./apps (all app manifests)\n"
+    base.write_text(base.read_text().replace(APPS_ENTRY, own))
+    git(flat_repo, "commit", "-q", "-am", "apps waits for platform")
+    run(flat_repo, capsys, "apply", "--base", "HEAD")
+    git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0, [f for f in out["findings"] if f["severity"] == "error"]
+    built = build_ok(kubectl, flat_repo / "clusters/dev")
+    wave0 = built.split("name: apps-wave-0\n", 1)[1].split("\n---", 1)[0]
+    assert "dependsOn:\n  - name: platform\n" in wave0
+    lines = [line for line in base.read_text().splitlines() if "apps-wave-" in line and line.startswith("  - ")]
+    assert lines == ["  - apps-wave-0.yaml # Flux Kustomization -> ./apps/wave-0 (dependsOn platform)",
+                     "  - apps-wave-1.yaml # Flux Kustomization -> ./apps/wave-1 (dependsOn apps-wave-0)",
+                     "  - apps-wave-2.yaml # Flux Kustomization -> ./apps/wave-2 (dependsOn apps-wave-1)"]
+    git(flat_repo, "add", "-A")
+    git(flat_repo, "commit", "-q", "-m", "step 2: the split")
+    code, settled = run(flat_repo, capsys, "check", "--base", "HEAD")
+    assert code == 0 and settled["status"]["state"] == "up-to-date"
+    assert "- name: platform\n" in (flat_repo / "clusters/base/apps-wave-0.yaml").read_text()
+
+
 def test_a_plain_merge_of_the_split_is_still_an_error(flat_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     git(flat_repo, "checkout", "-q", "-b", "naive")
     git(flat_repo, "rm", "-q", "clusters/base/apps.yaml")
