@@ -164,13 +164,15 @@ def _cycle_error(edges: list[tuple[str, str]], by_name: Mapping[str, Service]) -
     cycle = [a for a, _ in edges]
     start = cycle.index(min(cycle))  # start at the smallest name so the message is stable
     cycle = cycle[start:] + cycle[:start]
-    first, second = cycle[0], cycle[1 % len(cycle)]
-    service = by_name[first]
-    line = next(d.line for d in service.dependencies if d.target == second)
+    # Every edge with where it is declared: the one that closed the cycle (a new dependency) is often
+    # not the first, and the user must find it to decide which one to remove.
+    edges = [(a, cycle[(i + 1) % len(cycle)]) for i, a in enumerate(cycle)]
+    lines = [next(d.line for d in by_name[a].dependencies if d.target == b) for a, b in edges]
+    declared = ", ".join(f"{a} -> {b} ({by_name[a].path}:{line})" for (a, b), line in zip(edges, lines, strict=True))
     return WaveBotError(
-        f"dependency cycle: {' -> '.join([*cycle, first])}",
-        path=service.path,
-        line=line,
+        f"dependency cycle: {' -> '.join([*cycle, cycle[0]])}; its dependencies: {declared}",
+        path=by_name[cycle[0]].path,
+        line=lines[0],
         hint="a service cannot (indirectly) depend on itself; remove one of these dependencies",
     )
 

@@ -75,7 +75,8 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
     ),
     "cycle": (
         {"catalog/api.yaml": service("api", "worker"), "catalog/worker.yaml": service("worker", "web")},
-        ["catalog/api.yaml:7:", "dependency cycle: api -> worker -> web -> api"],
+        ["catalog/api.yaml:7:", "dependency cycle: api -> worker -> web -> api; its dependencies: "
+         "api -> worker (catalog/api.yaml:7), worker -> web (catalog/worker.yaml:7), web -> api (catalog/web.yaml:7)"],
     ),
     "bad-dependency-item": (
         {"catalog/web.yaml": "metadata:\n  name: web\nspec:\n  dependencies:\n    - to: [api]\n"},
