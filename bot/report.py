@@ -152,9 +152,10 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
             rows.append((str(n), "(empty)", ""))
         for i, (unit, names) in enumerate(units):
             rows.append((str(n) if i == 0 else "", unit, ", ".join(names)))
-    if len(rows) == 1:
-        lines += _wrap(_empty_catalog(plan), width, "", "")
-    else:
+    note = catalog_note(plan)
+    if note:
+        lines += [*_wrap(note, width, "", ""), ""]
+    if len(rows) > 1:
         w = [max(len(r[i]) for r in rows) for i in range(2)]
         for wave, unit, files in rows:
             lines += _wrap(files, width, f"{wave:<{w[0]}}  {unit:<{w[1]}}  ", " " * (w[0] + w[1] + 4))
@@ -182,11 +183,32 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
     return "\n".join(lines) + "\n"
 
 
+def catalog_note(plan: Plan) -> str | None:
+    """What a report says first when the catalog places nothing: that it is empty, or which services
+    it read and that none has app files yet. Without it, an empty table (or a list of unplaced files)
+    reads as if wave-bot had not found the catalog at all."""
+    if not plan.graph.nodes:
+        return _empty_catalog(plan)
+    if any(f.node is not None for f in plan.files):
+        return None
+    services = [name for name, node in plan.graph.nodes.items() if node.origin == "service"]
+    names = ", ".join(services[:CELL_LIMIT]) + (f" and {len(services) - CELL_LIMIT} more"
+                                                 if len(services) > CELL_LIMIT else "")
+    example = ", ".join(f"{services[0] if services else '<service>'}{suffix}.yaml"
+                        for suffix in plan.config.file_suffixes)
+    return (f"Read {_plural(len(services), 'ServiceDefinition')} in {plan.config.catalog_dir}/ ({names}); none has "
+            f"app files in {plan.config.apps_dir}/ yet, so no wave has anything in it. An app file belongs to a "
+            f"service by its name ({example})")
+
+
 def _empty_catalog(plan: Plan) -> str:
     where, _ = plan.config.where("catalog_dir")
     setting = f"catalog_dir is set in {where}" if where else f"the default catalog_dir; set it in {CONFIG_FILE}"
+    unplaced = sum(f.node is None for f in plan.files)
+    outcome = (f"so none of the {unplaced} app file(s) below can be placed" if unplaced else
+               "so there are no waves")
     return (f"No ServiceDefinition in {plan.config.catalog_dir}/ ({setting}): wave-bot read every *.yaml file "
-            "there and found none, so there are no waves. Add one file per service (kind: ServiceDefinition, "
+            f"there and found none, {outcome}. Add one file per service (kind: ServiceDefinition, "
             "metadata.name, spec.dependencies)")
 
 
@@ -408,6 +430,9 @@ def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = No
     head = ["### 🌊 flux-wave-bot", "", status(plan, context)]
     if context.note:
         head += ["", context.note]
+    note = catalog_note(plan)
+    if note:
+        head += ["", escape(note)]
     records = group_findings(_reported(plan))
     groups = [_md_group(g) for g in records]
     sections: list[tuple[str, list[str]]] = []
@@ -415,8 +440,8 @@ def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = No
         diff = ["", "<details><summary>The regenerated layout (not pushed)</summary>", "",
                 fence(context.diff, "diff"), "", "</details>"]
         sections.append(("the regenerated layout", diff + (["", context.apply_hint] if context.apply_hint else [])))
-    sections.append(("the waves", ["", "#### Waves", "", *(_wave_table(plan) if plan.graph.nodes or plan.waves else
-                                                            [escape(_empty_catalog(plan))]), ""]))
+    if plan.slots:  # else the catalog note above says why there is no wave
+        sections.append(("the waves", ["", "#### Waves", "", *_wave_table(plan), ""]))
     sections += [(title, part) for title, part in (("the moves", _moves(plan)), ("the files written", _writes(plan)))
                  if part]
     gating = _gating(plan)

@@ -242,6 +242,37 @@ def test_an_empty_catalog_says_so_and_where_it_looked(tmp_path: Path, capsys: py
     assert "catalog\\_dir is set in .wave-bot.yaml" in markdown and "| wave |" not in markdown
 
 
+def test_services_without_app_files_are_named_not_called_an_empty_catalog(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_files(tmp_path, {"catalog/web.yaml": service("web", "api"), "catalog/api.yaml": service("api"),
+                           "catalog/cron.yaml": service("cron"), "apps/README.md": "x"})
+    code, text, _ = _run(capsys, "check", str(tmp_path))
+    assert code == 0 and "No ServiceDefinition" not in text
+    assert " ".join(text.split("\n\n")[1].split()) == (
+        "Read 3 ServiceDefinitions in catalog/ (api, cron, web); none has app files in apps/ yet, so no wave has "
+        "anything in it. An app file belongs to a service by its name (api.yaml, api-bootstrap-secret.yaml, "
+        "api-app.yaml)")
+    _, markdown, _ = _run(capsys, "plan", str(tmp_path), "--format", "markdown")
+    assert "No ServiceDefinition" not in markdown and "| wave |" not in markdown
+    assert markdown.split("\n\n")[2].startswith("Read 3 ServiceDefinitions in catalog/ (api, cron, web); none has")
+
+
+def test_an_empty_catalog_is_said_before_the_files_it_leaves_unplaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_files(tmp_path, {"catalog/README.md": "x", "apps/web.yaml": deployment("web"),
+                           "apps/api.yaml": deployment("api")})
+    code, text, _ = _run(capsys, "check", str(tmp_path))
+    assert code == 1
+    note = " ".join(text.split("\n\n")[1].split())
+    assert note.startswith("No ServiceDefinition in catalog/")
+    assert "none of the 2 app file(s) below can be placed" in note
+    assert text.index("No ServiceDefinition") < text.index("unplaced-file")
+    _, markdown, _ = _run(capsys, "plan", str(tmp_path), "--format", "markdown")
+    assert markdown.index("No ServiceDefinition") < markdown.index("#### Findings") < markdown.index("unplaced-file")
+
+
 def test_a_500_service_pr_fits_one_github_comment_most_important_first(make_repo: Any) -> None:
     """Every second service gains a dependency and moves to wave 1: half of them lose a PVC (errors),
     the others restart (warnings). The comment keeps the errors, says what it left out, and points at
