@@ -39,6 +39,8 @@ class Plan:
     """File name -> its wave at the base revision (None: directly under apps/), when a base was given."""
     sides: tuple[Side, ...] = ()
     """The side branches the layout has once applied (for the `non_gating` units)."""
+    split: Plan | None = None
+    """At cutover step 1 (which moves nothing): the layout step 2 will produce, every file in place."""
 
     @property
     def slots(self) -> tuple[Slot, ...]:
@@ -263,6 +265,10 @@ def _release_plan(
     deepest = max((f.target_wave for f in files if isinstance(f.target_wave, int)), default=None)
     findings = [*_placement_findings(staying, graph, config),
                 lifecycle.step_1_finding(cutover, here, config, deepest)]
+    placed = [dataclasses.replace(f, path=f.target, wave=f.target_wave) for f in files]
+    split_sides = tuple(sorted({f.target_wave for f in files if isinstance(f.target_wave, Side)}))
+    split = Plan(config, graph, tuple(placed), tuple(range(deepest + 1)) if deepest is not None else (), (), (),
+                 cutover.legacy.path, sides=split_sides)
     if before is not None:
         now = read_inventory(PlannedTree(tree, changes), config, cache)
         findings += hazards.hazard_findings(before, now, config)
@@ -274,6 +280,7 @@ def _release_plan(
         changes=changes,
         findings=tuple(sorted(set(findings), key=Finding.sort_key)),
         template_source=cutover.legacy.path,
+        split=split,
     )
 
 

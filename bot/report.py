@@ -146,19 +146,12 @@ def _text_group(group: Group, width: int, fixes: bool) -> list[str]:
 def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: bool = True) -> str:
     """The terminal and pre-commit report: status, waves, changes, then every finding with its fix."""
     lines = [f"wave-bot: {plan_status(plan, applied).text()}", ""]
-    rows = [("wave", "unit", "files")]
-    for n, units in _unit_files(plan).items():
-        if not units:
-            rows.append((str(n), "(empty)", ""))
-        for i, (unit, names) in enumerate(units):
-            rows.append((str(n) if i == 0 else "", unit, ", ".join(names)))
     note = catalog_note(plan)
     if note:
         lines += [*_wrap(note, width, "", ""), ""]
-    if len(rows) > 1:
-        w = [max(len(r[i]) for r in rows) for i in range(2)]
-        for wave, unit, files in rows:
-            lines += _wrap(files, width, f"{wave:<{w[0]}}  {unit:<{w[1]}}  ", " " * (w[0] + w[1] + 4))
+    lines += _text_table(plan, width)
+    if plan.split is not None:
+        lines += [*([""] if plan.slots else []), f"{SPLIT_TITLE}:", *_text_table(plan.split, width)]
     pending = [f"{n} (wave {plan.graph.nodes[n].wave})" for n in plan.not_onboarded()]
     if pending:
         lines += [""] + _wrap("Computed, not placed (no app files yet): " + ", ".join(pending), width, "", "  ")
@@ -181,6 +174,25 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
         for group in group_findings(findings):
             lines += _text_group(group, width, fixes)
     return "\n".join(lines) + "\n"
+
+
+SPLIT_TITLE = "The waves step 2 of the cutover will produce (this change moves nothing)"
+
+
+def _text_table(plan: Plan, width: int) -> list[str]:
+    rows = [("wave", "unit", "files")]
+    for n, units in _unit_files(plan).items():
+        if not units:
+            rows.append((str(n), "(empty)", ""))
+        for i, (unit, names) in enumerate(units):
+            rows.append((str(n) if i == 0 else "", unit, ", ".join(names)))
+    if len(rows) == 1:
+        return []
+    lines = []
+    w = [max(len(r[i]) for r in rows) for i in range(2)]
+    for wave, unit, files in rows:
+        lines += _wrap(files, width, f"{wave:<{w[0]}}  {unit:<{w[1]}}  ", " " * (w[0] + w[1] + 4))
+    return lines
 
 
 def catalog_note(plan: Plan) -> str | None:
@@ -217,6 +229,9 @@ def to_json(plan: Plan, applied: bool = False) -> str:
     body = plan.to_json()
     index = {f: i for i, f in enumerate(plan.findings)}
     groups = [g.to_json(index) for g in group_findings(_reported(plan))]
+    if plan.split is not None:  # cutover step 1: where step 2 puts every file
+        body["split"] = {"waves": list(plan.split.waves), "placement": {
+            str(n): paths for n, paths in plan.split.placement().items()}}
     return json.dumps({"status": plan_status(plan, applied).to_json(), **body, "groups": groups}, indent=2) + "\n"
 
 
@@ -442,6 +457,8 @@ def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = No
         sections.append(("the regenerated layout", diff + (["", context.apply_hint] if context.apply_hint else [])))
     if plan.slots:  # else the catalog note above says why there is no wave
         sections.append(("the waves", ["", "#### Waves", "", *_wave_table(plan), ""]))
+    if plan.split is not None and plan.split.slots:
+        sections.append(("the coming split", ["", f"#### {SPLIT_TITLE}", "", *_wave_table(plan.split), ""]))
     sections += [(title, part) for title, part in (("the moves", _moves(plan)), ("the files written", _writes(plan)))
                  if part]
     gating = _gating(plan)
@@ -455,6 +472,8 @@ def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = No
         sections.append(("the services not onboarded", ["#### Computed, not onboarded", "", ", ".join(pending), ""]))
     if plan.waves:
         sections.append(("the wave graph", _mermaid(plan)))
+    elif plan.split is not None and plan.split.waves:
+        sections.append(("the wave graph", _mermaid(plan.split)))
     findings_head = ["", "#### Findings", ""] if groups else []
     full = _join([*head, *findings_head, *(line for part in [*groups, *(p for _, p in sections)] for line in part)])
     if limit is None or len(full) <= limit:

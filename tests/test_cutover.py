@@ -141,6 +141,30 @@ def test_step_1_only_releases_the_legacy_kustomization(
     assert code == 0 and again["changes"] == [] and by_code(again, "cutover-step-1")
 
 
+def test_step_1_shows_the_split_step_2_will_make_in_every_format(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_markdown import assert_renders_as_intended, headings
+
+    _, out = run(flat_repo, capsys, "plan", "--base", "HEAD")
+    assert by_code(out, "cutover-step-1") and out["split"]["waves"] == [0, 1, 2]
+    assert out["split"]["placement"]["2"] == ["apps/wave-2/seerr.yaml"]
+    assert "apps/wave-0/plex.yaml" in out["split"]["placement"]["0"]
+    capsys.readouterr()
+    main(["plan", str(flat_repo), "--base", "HEAD"])
+    text = capsys.readouterr().out
+    assert "No ServiceDefinition" not in text
+    table = text.split("The waves step 2 of the cutover will produce (this change moves nothing):\n", 1)[1]
+    assert re.search(r"^2 +seerr +seerr.yaml$", table, flags=re.M) and re.search(r"^0 +gitea ", table, flags=re.M)
+    main(["plan", str(flat_repo), "--base", "HEAD", "--format", "markdown"])
+    markdown = capsys.readouterr().out
+    assert_renders_as_intended(markdown)
+    assert ("h4", "The waves step 2 of the cutover will produce (this change moves nothing)") in headings(markdown)
+    assert "| 2 | `seerr` | `seerr.yaml` |" in markdown and "No ServiceDefinition" not in markdown
+    graph = markdown.split("```mermaid\n", 1)[1]
+    assert 'subgraph w2["wave 2"]' in graph and "w1 ==> w2" in graph
+
+
 def test_without_base_the_work_tree_is_taken_as_deployed(flat_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run(flat_repo, capsys, "apply")
     assert code == 0 and out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
