@@ -194,7 +194,11 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     for file in files:
         if file.node is not None and file.target_wave is not None:
             placed.setdefault(file.target_wave, set()).add(file.node)
-    findings += gating.chain_findings(graph, {n: sorted(u) for n, u in placed.items()}, config)
+    # A unit whose files change wave in this change (or since the base) is not offered as non_gating yet.
+    moving = {f.node for f in files if f.node is not None and (f.moves or base_waves is not None and f.name in
+                                                               base_waves and base_waves[f.name] != f.target_wave)}
+    findings += gating.chain_findings(graph, {n: sorted(u) for n, u in placed.items()}, config,
+                                      gating.stateful_units(files, now, config), moving)
     return Plan(
         config=config,
         graph=graph,

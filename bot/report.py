@@ -160,6 +160,8 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
         lines += ["", f"{GATING_TITLE}:"]
         for f in gating:
             lines += _wrap(f.message, width, "  ", "    ")
+            if fixes and f.fix:
+                lines += _text_fix(f.fix, "    ")
     lines.append("")
     if plan.changes:
         lines.append(f"{len(plan.changes)} change(s) {'applied' if applied else 'to apply'}:")

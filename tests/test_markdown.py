@@ -91,7 +91,7 @@ def test_the_plex_comment_has_its_structure(plex_comment: str) -> None:
     assert [s for s in spans if " plex" in s] == [
         "Namespace plex", "PersistentVolumeClaim plex/plex-data", "Service plex/plex", "apps/Deployment plex/plex"]
     fences = [(t.info, t.content) for t in toks if t.type == "fence"]
-    assert [info for info, _ in fences] == ["yaml", "yaml", "yaml", "mermaid"]  # the fix, 2 gating notes
+    assert [info for info, _ in fences] == ["yaml", "yaml", "mermaid"]  # the fix, the one non_gating snippet
     assert fences[0][1] == "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
     # The nested list of objects is a real nested list, inside the finding's list item.
     kinds = [t.type for t in RENDERER.parse(plex_comment)]
