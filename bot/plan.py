@@ -20,7 +20,7 @@ from bot.ownership import ownership
 from bot.placement import KUSTOMIZATION, AppFile, existing_slots, existing_waves, place_files
 from bot.side import Side, Slot, order
 from bot.tree import PlannedTree, Tree, refuse_link
-from bot.waves import WaveGraph, compute_waves
+from bot.waves import WaveGraph, check_leaf_typos, compute_waves
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,11 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     its base entry and SOPS decryption in every overlay.
     """
     # The layout: waves from the catalog, each app file's wave, the generated files.
-    graph = compute_waves(load_catalog(tree, config), config)
+    services = load_catalog(tree, config)
+    graph = compute_waves(services, config)
     _check_configured_dirs(tree, config)
     files = place_files(tree, graph, config)
+    check_leaf_typos(services, graph, (file_stem(f.name) for f in files if not f.is_dir), config)
     slots = {f.target_wave for f in files if f.target_wave is not None}
     targets = {n for n in slots if not isinstance(n, Side)}
     existing_all = existing_slots(tree, config)
@@ -363,31 +365,42 @@ def _check_configured_dirs(tree: Tree, config: Config) -> None:
             raise missing_dir(tree, config, key, value, key.replace("_dir", " directory"))
 
 
-def _unplaced_fix(file: AppFile, graph: WaveGraph, config: Config) -> tuple[str, str | None]:
+def _unplaced_fix(file: AppFile, graph: WaveGraph, config: Config, taken: frozenset[str] = frozenset()
+                  ) -> tuple[str, str | None]:
     """How to place the file (the message's last sentence) and, when its name can be a node's, the
-    ServiceDefinition that places it, ready to paste."""
+    ServiceDefinition that places it, ready to paste. `taken`: the app files' names.
+
+    A rename keeps the file's own suffix and its `.sops` (a `.sops.yaml` `path_regex` relies on it)
+    and is offered only onto a name no file has: proposing `plex.yaml` for an orphaned `pihole.yaml`
+    would overwrite plex."""
     stem = file_stem(file.name) if not file.is_dir else file.name
     suffixes = [s for s in config.file_suffixes if s and stem.endswith(s)]
-    name = stem[: -len(suffixes[0])] if suffixes else stem
-    nodes = difflib.get_close_matches(name, list(graph.nodes), n=1) or ["<node>"]
-    renames = ", ".join(f"{nodes[0]}{suffix}.yaml" for suffix in config.file_suffixes)
-    others = (f"rename it after the node it belongs to ({renames}), or list it in an extra unit's files: in "
-              f"{config.source}")
+    suffix = suffixes[0] if suffixes else ""
+    name = stem[: -len(suffix)] if suffix else stem
+    ending = file.name[len(stem):] if not file.is_dir else ""  # `.sops.yaml`, `.yaml` or `.yml`
+    renames = [f"{node}{suffix}{ending}" for node in difflib.get_close_matches(name, list(graph.nodes), n=3)]
+    renames = [r for r in renames if r not in taken][:1]
+    ways = [f"rename it after the node it belongs to ({renames[0]})"] if renames and not file.is_dir else []
+    ways.append(f"list it in an extra unit's files: in {config.source}")
+    if is_dns_label(name):
+        ways.insert(0, f"add the ServiceDefinition {config.catalog_dir}/{name}.yaml below")
+    how = "To place it, " + (f"{', '.join(ways[:-1])}, or {ways[-1]}" if len(ways) > 1 else ways[0])
     if not is_dns_label(name):
-        return f"To place it, {others}", None
-    return (f"To place it, add the ServiceDefinition {config.catalog_dir}/{name}.yaml below, {others}",
+        return how, None
+    return (how,
             f"# create {config.catalog_dir}/{name}.yaml:\n# (apiVersion as in your other catalog files)\n"
             f"kind: ServiceDefinition\nmetadata:\n  name: {name}\nspec:\n  dependencies: []\n")
 
 
 def _placement_findings(files: list[AppFile], graph: WaveGraph, config: Config) -> list[Finding]:
     findings = []
+    taken = frozenset(f.name for f in files)
     for file in files:
         if file.node is not None:
             continue
         where = f"stays in wave {file.wave}" if file.wave is not None else f"stays directly in {config.apps_dir}/"
         what = "directory" if file.is_dir else "file"
-        how, fix = _unplaced_fix(file, graph, config)
+        how, fix = _unplaced_fix(file, graph, config, taken)
         findings.append(Finding(
             code="unplaced-file",
             severity="error",

@@ -140,13 +140,53 @@ def _leaves(by_name: Mapping[str, Service], config: Config) -> set[str]:
                 continue
             raise WaveBotError(
                 f"'{service.name}' depends on '{dep.target}', which has no ServiceDefinition"
-                f"{did_you_mean(dep.target, _known_names(by_name, config))}",
+                f"{did_you_mean(dep.target, [n for n in _known_names(by_name, config) if n != service.name])}",
                 path=service.path,
                 line=dep.line,
                 hint=f"fix the name, add {config.catalog_dir}/{dep.target}.yaml, or add a pattern "
                 f"matching it to leaf_patterns (now: {', '.join(config.leaf_patterns) or 'none'})",
             )
     return leaves
+
+
+def check_leaf_typos(services: Iterable[Service], graph: WaveGraph, file_stems: Iterable[str],
+                     config: Config) -> None:
+    """A leaf nobody defines and no app file belongs to, close to a name that has a ServiceDefinition
+    or app files, is taken for a typo (`nexcloud-db` for `nextcloud-db`): as a leaf it would be
+    accepted silently, and the real database's files left unplaced. A leaf named after its service
+    by the patterns (`keycloak-db` for `keycloak`) is what leaves are for, files or not.
+
+    `file_stems` are the app files' names without extension and `.sops`; raises WaveBotError.
+    """
+    stems = set(file_stems)
+    named = stems | {stem[: -len(s)] for stem in stems for s in config.file_suffixes
+                                        if s and stem.endswith(s)}
+    by_name = {s.name: s for s in services}
+    for service in sorted(by_name.values(), key=lambda s: s.name):
+        for dep in service.dependencies:
+            node = graph.nodes.get(dep.target)
+            if node is None or node.origin != "leaf" or dep.target in named or _own_leaf(dep.target, by_name, config):
+                continue
+            guess = did_you_mean(dep.target, sorted((named | set(by_name)) - {service.name}))
+            if guess:
+                raise WaveBotError(
+                    f"'{service.name}' depends on '{dep.target}', which has no ServiceDefinition and no app files"
+                    f"{guess}",
+                    path=service.path,
+                    line=dep.line,
+                    hint=f"fix the name; if '{dep.target}' is a new leaf, add its app file "
+                    f"{config.apps_dir}/{dep.target}.yaml (or {config.catalog_dir}/{dep.target}.yaml)",
+                )
+
+
+def _own_leaf(name: str, by_name: Mapping[str, Service], config: Config) -> bool:
+    """Whether `name` is a service's name put into a leaf pattern (`keycloak` and `*-db`: `keycloak-db`)."""
+    for pattern in config.leaf_patterns:
+        if pattern.count("*") == 1 and not set(pattern) & set("?["):
+            head, tail = pattern.split("*")
+            if name.startswith(head) and name.endswith(tail) and name[len(head): len(name) - len(tail)] in by_name:
+                return True
+    return False
 
 
 def _known_names(by_name: Mapping[str, Service], config: Config) -> list[str]:
