@@ -37,7 +37,7 @@ def reached(graph: WaveGraph, start: str, floor: int) -> set[str]:
 
 
 def stateful_units(files: Sequence[AppFile], inventory: Inventory, config: Config) -> dict[str, list[str]]:
-    """Unit -> its objects whose deletion loses data (`Kind namespace/name`), as `inventory` applies them."""
+    """Unit -> the kind of each of its objects whose deletion loses data, as `inventory` applies them."""
     from bot.hazards import is_stateful  # hazards is large; only a plan with a suggestion needs it
 
     unit_of = {f.name: f.node for f in files if f.node is not None}
@@ -48,8 +48,7 @@ def stateful_units(files: Sequence[AppFile], inventory: Inventory, config: Confi
             continue
         for r in file.resources:
             if is_stateful(r.id, config):
-                out.setdefault(unit, []).append(f"{r.id.kind} {r.id.namespace + '/' if r.id.namespace else ''}"
-                                                f"{r.id.name}")
+                out.setdefault(unit, []).append(r.id.kind)
     return out
 
 
@@ -91,8 +90,9 @@ def _snippet(candidates: list[str], stateful: Mapping[str, Sequence[str]], confi
     stateful one with a comment naming what its move takes along."""
     rows = [f"  - {u}\n" for u in config.non_gating]
     for u in candidates:
-        objects = stateful.get(u, ())
-        note = f"  # moves {_names(objects)}: a later-wave-move" if objects else ""
+        kinds = list(stateful.get(u, ()))
+        counted = [f"{kinds.count(k)} {k}" if kinds.count(k) > 1 else k for k in dict.fromkeys(kinds)]
+        note = f"  # later-wave-move of its {', '.join(counted)}" if kinds else ""
         rows.append(f"  - {u}{note}\n")
     return "non_gating:\n" + "".join(rows)
 
@@ -119,8 +119,8 @@ def _finding(n: int, count: int, needed: Mapping[str, list[str]], gate_for_nothi
         if fix is not None:
             message += ". The snippet lists every wave boundary's candidates"
             if carrying:
-                message += (f"; taking {_names(carrying)} off the chain moves their stateful objects (named in the "
-                            "snippet) to a side branch, a later-wave-move: once it is pasted, wave-bot reports "
+                message += (f"; taking {_names(carrying)} off the chain moves their stateful objects (the snippet's "
+                            "comments) to a side branch, a later-wave-move: once it is pasted, wave-bot reports "
                             "each with its safe procedure")
         elif snippet_at is not None:
             message += f" (the one snippet, under wave {snippet_at}'s note, lists every candidate)"

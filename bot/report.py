@@ -300,9 +300,18 @@ def inline(text: str) -> str:
     """A message as markdown: its `quoted` commands and keys as code spans, everything else escaped."""
     out, at = [], 0
     for m in _CODE_SPAN.finditer(text):
-        out += [escape(text[at:m.start()]), code(m.group(1))]
+        out += [_spaced(text[at:m.start()]), code(m.group(1))]
         at = m.end()
-    return "".join(out) + escape(text[at:])
+    return "".join(out) + _spaced(text[at:])
+
+
+def _spaced(text: str) -> str:
+    """`escape(text)` keeping one space where `text` began or ended with one: between words and a
+    code span the space is all that separates them (`or `x`` must not render as `or`x``)."""
+    inner = escape(text)
+    lead = " " if text[:1].isspace() and inner else ""
+    trail = " " if text[-1:].isspace() else ""
+    return lead + inner + trail if inner else trail
 
 
 def _md_fix(fix: str, indent: str, severity: str) -> list[str]:

@@ -35,12 +35,11 @@ def test_the_example_shows_what_each_wave_boundary_costs(example_repo: Path) -> 
     assert found[2].fix is None and "the one snippet, under wave 1's note, lists every candidate" in found[2].message
     assert found[1].fix == (
         "non_gating:\n"
-        "  - gitea-actions  # moves Namespace gitea-actions: a later-wave-move\n"
-        "  - nextcloud  # moves Namespace nextcloud, PersistentVolumeClaim nextcloud/nextcloud-data: "
-        "a later-wave-move\n"
-        "  - pihole  # moves Namespace pihole, PersistentVolumeClaim pihole/pihole-data: a later-wave-move\n"
-        "  - plex  # moves Namespace plex, PersistentVolumeClaim plex/plex-data: a later-wave-move\n"
-        "  - semaphore  # moves Namespace semaphore: a later-wave-move\n")
+        "  - gitea-actions  # later-wave-move of its Namespace\n"
+        "  - nextcloud  # later-wave-move of its Namespace, PersistentVolumeClaim\n"
+        "  - pihole  # later-wave-move of its Namespace, PersistentVolumeClaim\n"
+        "  - plex  # later-wave-move of its Namespace, PersistentVolumeClaim\n"
+        "  - semaphore  # later-wave-move of its Namespace\n")
     assert ("taking gitea-actions, nextcloud, pihole, plex, semaphore off the chain moves their stateful objects"
             in found[1].message)
 
@@ -125,7 +124,7 @@ def test_reports_give_it_a_section_of_its_own(example_repo: Path, capsys: pytest
     assert "#### Findings" not in markdown  # nothing to act on: the example is up to date
     section = markdown.split("#### Gating worth knowing about", 1)[1].split("####", 1)[0]
     assert "(2 wave boundaries)" in section and "seerr needs radarr, sonarr" in section
-    assert "  non_gating:\n    - gitea-actions  # moves Namespace gitea-actions: a later-wave-move\n" in section
+    assert "  non_gating:\n    - gitea-actions  # later-wave-move of its Namespace\n" in section
     assert main(["plan", str(example_repo)]) == 0
     text = capsys.readouterr().out
     assert "\nGating worth knowing about:\n  apps-wave-1 waits until all 7 units of wave 0" in text

@@ -139,3 +139,10 @@ def test_the_up_to_date_example_renders(example_repo: Path) -> None:
     assert_renders_as_intended(markdown)
     assert headings(markdown) == [("h3", "🌊 flux-wave-bot"), ("h4", "Waves"), ("h4", "Gating worth knowing about"),
                                   ("h4", "Computed, not onboarded")]
+
+
+def test_a_code_span_keeps_the_spaces_around_it_as_rendered() -> None:
+    rendered = tokens(report.inline("push to this branch, or `wave-bot apply` now; `a` `b`: done"))
+    parts = [(t.type, t.content) for t in rendered if t.type in ("text", "code_inline")]
+    assert parts == [("text", "push to this branch, or "), ("code_inline", "wave-bot apply"), ("text", " now; "),
+                     ("code_inline", "a"), ("text", " "), ("code_inline", "b"), ("text", ": done")]
