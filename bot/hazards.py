@@ -250,7 +250,7 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
         return Finding(
             code="later-wave-move",
             severity="info",
-            message=f"{moves}; it carried {PRUNE_KEY}: {PRUNE_DISABLED} at base, so {old_cr} leaves it in "
+            message=f"{moves}; it carried `{PRUNE_KEY}: {PRUNE_DISABLED}` at base, so {old_cr} leaves it in "
                     f"place and {new_cr} adopts it. Once {new_cr} owns it, remove the annotation in a later "
                     "change if Flux should garbage-collect it again",
             path=new.path, line=new.line, wave=new.wave, resource=str(rid),
@@ -264,9 +264,10 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
         severity="error" if stateful else "warning",
         message=f"{moves}: {old_cr} deletes it as soon as it reconciles this change, and {recreates}, "
                 f"so {cost}.{late} Safe procedure: first merge a "
-                f"change that only adds the annotation {PRUNE_KEY}: {PRUNE_DISABLED} to it in {old.path}, "
-                f"wait until {old_cr} has reconciled it (flux get kustomization {old_cr}), then make this move",
-        path=new.path, line=new.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+                f"change that only adds the annotation `{PRUNE_KEY}: {PRUNE_DISABLED}` to {rid} in {old.path}, "
+                f"wait until {old_cr} has reconciled it (`flux get kustomization {old_cr}`), then make this move",
+        # Where the fix goes: the annotation is merged in the file as deployed, before it moves.
+        path=old.path, line=old.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
     )
 
 
@@ -354,9 +355,9 @@ def _owner_move(code: str, rid: ResourceId, old: Copy, new: Copy, keepers: set[s
         code=code,
         severity="error" if stateful else "warning",
         message=f"{moves}: {order}, so {cost}. Safe procedure: first merge a change that only adds the "
-                f"annotation {PRUNE_KEY}: {PRUNE_DISABLED} to it in {old.path}, wait until {old.owner} has "
-                f"reconciled it (flux get kustomization {old.owner}), then make this move",
-        path=new.path, line=new.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+                f"annotation `{PRUNE_KEY}: {PRUNE_DISABLED}` to {rid} in {old.path}, wait until {old.owner} has "
+                f"reconciled it (`flux get kustomization {old.owner}`), then make this move",
+        path=old.path, line=old.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
     )
 
 

@@ -133,7 +133,8 @@ def _text_group(group: Group, width: int, fixes: bool) -> list[str]:
     out = _wrap(f"{group.code}{where}: {group.lead}", width, f"  {group.severity:<7} ", " " * 10)
     for item in group.items:
         label = item.finding.code if group.by == "wave" else item.label
-        out += _wrap(f"{label} ({item.finding.severity}): {item.text}", width, " " * 10 + "- ", " " * 12)
+        out += _wrap(f"{label} ({item.finding.severity})" + (f": {item.text}" if item.text else ""), width,
+                     " " * 10 + "- ", " " * 12)
         if fixes and item.fix:
             out += _text_fix(item.fix, " " * 12)
     if group.tail:
@@ -332,8 +333,8 @@ def _md_group(group: Group) -> list[str]:
     out = [f"- {SEVERITY_ICON[group.severity]} **{group.severity}** {code(group.code)}{where}: {inline(group.lead)}"]
     for item in group.items:
         label = code(item.label) if group.by != "wave" else code(item.finding.code)
-        text = inline(item.text)
-        out.append(f"  - {SEVERITY_ICON[item.finding.severity]} {label}: {text}")
+        text = f": {inline(item.text)}" if item.text else ""
+        out.append(f"  - {SEVERITY_ICON[item.finding.severity]} {label}{text}")
         if item.fix:
             out += _md_fix(item.fix, "    ", item.finding.severity)
     if group.tail:
