@@ -345,7 +345,7 @@ def _owner_move(code: str, rid: ResourceId, old: Copy, new: Copy, keepers: set[s
         return Finding(
             code=code,
             severity="info",
-            message=f"{moves}; every copy carried {PRUNE_KEY}: {PRUNE_DISABLED} at base, so {old.owner} leaves "
+            message=f"{moves}; every copy carried `{PRUNE_KEY}: {PRUNE_DISABLED}` at base, so {old.owner} leaves "
                     f"it in place and {names} adopts it",
             path=new.path, line=new.line, wave=new.wave, resource=str(rid),
         )
@@ -516,11 +516,11 @@ def _kustomization_removed(k: FluxKustomization, base: Inventory, config: Config
     if k.deletion_policy in ("Delete", "WaitForTermination"):
         setting, first, fix = (f"spec.deletionPolicy: {k.deletion_policy}", "sets spec.deletionPolicy: Orphan",
                                ORPHAN_SNIPPET)
-        check = "{.spec.deletionPolicy}' prints Orphan"
+        check = "{.spec.deletionPolicy}'` prints Orphan"  # the command ends its code span
     else:
         setting, first, fix = ("prune: true", "sets spec.prune: false (or spec.deletionPolicy: Orphan)",
                                PRUNE_FALSE_SNIPPET)
-        check = "{.spec.prune}' prints false"
+        check = "{.spec.prune}'` prints false"
     return Finding(
         code="kustomization-removed",
         severity="error",
@@ -528,7 +528,7 @@ def _kustomization_removed(k: FluxKustomization, base: Inventory, config: Config
                 f"the Kustomization that applies {posixpath.dirname(k.path)} deletes it, and its finalizer then "
                 f"deletes everything it still owns{owned}, PVCs and CNPG databases included, even those "
                 f"another Kustomization is about to adopt. Safe procedure: 1. merge a change that only {first} "
-                f"on {name}; 2. wait until it has reconciled (kubectl -n {ns} get kustomization {name} "
+                f"on {name}; 2. wait until it has reconciled (`kubectl -n {ns} get kustomization {name} "
                 f"-o jsonpath='{check}); 3. then merge its removal: its objects stay alive and the "
                 "Kustomizations that now apply them adopt them without a delete",
         path=k.path,

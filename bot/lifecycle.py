@@ -189,9 +189,9 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
         message=f"cutover step 1 of 2: {ns}/{name} ({c.legacy.path}:{c.legacy.line}) is deployed with prune: true "
                 f"(according to {c.deployed}). Splitting the app tier removes it, and deleting a Kustomization "
                 f"that prunes deletes everything it still owns ({owned} object(s) here; the stateful ones: {listed}). "
-                f"So this change only sets {setting} on it, and nothing moves. Next: merge "
-                f"it, wait until it has reconciled (flux get kustomization {name}; kubectl -n {ns} get "
-                f"kustomization {name} -o jsonpath='{{.spec.prune}}' prints false), then run wave-bot again "
+                f"So this change only sets `{setting}` on it, and nothing moves. Next: merge "
+                f"it, wait until it has reconciled (`flux get kustomization {name}`; `kubectl -n {ns} get "
+                f"kustomization {name} -o jsonpath='{{.spec.prune}}'` prints false), then run wave-bot again "
                 "(push to this branch, re-run the workflow, or `wave-bot apply --base <the deployed revision> "
                 f"--fix-overlays`): step 2 splits the app tier into {into}. Optionally protect the stateful "
                 "objects meanwhile with the commands in the fix",

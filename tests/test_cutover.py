@@ -158,7 +158,9 @@ def test_step_1_shows_the_split_step_2_will_make_in_every_format(
     assert re.search(r"^2 +seerr +seerr.yaml$", table, flags=re.M) and re.search(r"^0 +gitea ", table, flags=re.M)
     main(["plan", str(flat_repo), "--base", "HEAD", "--format", "markdown"])
     markdown = capsys.readouterr().out
-    assert_renders_as_intended(markdown)
+    spans = [t.content for t in assert_renders_as_intended(markdown) if t.type == "code_inline"]
+    assert {"prune: false", "flux get kustomization apps",
+            "kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}'"} <= set(spans)
     assert ("h4", "The waves step 2 of the cutover will produce (this change moves nothing)") in headings(markdown)
     assert "| 2 | `seerr` | `seerr.yaml` |" in markdown and "No ServiceDefinition" not in markdown
     graph = markdown.split("```mermaid\n", 1)[1]

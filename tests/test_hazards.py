@@ -438,7 +438,7 @@ def test_removing_a_pruning_kustomization_is_an_error_with_the_runbook(example_r
         "everything it still owns (everything it applies from ./apps), PVCs and CNPG databases included, even "
         "those another Kustomization is about to adopt. Safe procedure: 1. merge a change that only sets "
         "spec.prune: false (or spec.deletionPolicy: Orphan) on apps; 2. wait until it has reconciled "
-        "(kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}' prints false); 3. then merge "
+        "(`kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}'` prints false); 3. then merge "
         "its removal: its objects stay alive and the Kustomizations that now apply them adopt them without a delete"
     )
     assert finding.fix == PRUNE_FALSE_SNIPPET
@@ -456,7 +456,7 @@ def test_deletion_policy_delete_deletes_even_without_prune(example_repo: Path) -
     assert finding.code == "kustomization-removed" and finding.fix == ORPHAN_SNIPPET
     assert "has spec.deletionPolicy: Delete and this change removes it" in finding.message
     assert ("1. merge a change that only sets spec.deletionPolicy: Orphan on apps; 2. wait until it has reconciled "
-            "(kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.deletionPolicy}' prints Orphan)"
+            "(`kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.deletionPolicy}'` prints Orphan)"
             ) in finding.message
 
 

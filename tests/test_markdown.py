@@ -98,6 +98,8 @@ def test_the_plex_comment_has_its_structure(plex_comment: str) -> None:
     assert kinds.count("bullet_list_open") == 3  # the findings, the objects inside, the gating notes
     text = "".join(t.content for t in toks if t.type == "text")
     assert "Safe procedure: first merge a change that only adds the annotation" in text
+    # The annotation and the command to run are code, as a reader copies them.
+    assert "kustomize.toolkit.fluxcd.io/prune: disabled" in spans and "flux get kustomization apps-wave-0" in spans
     assert text.count("Safe procedure") == 1
 
 
