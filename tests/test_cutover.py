@@ -129,7 +129,7 @@ def test_step_1_only_releases_the_legacy_kustomization(
     assert step["severity"] == "warning"
     assert "cutover step 1 of 2" in step["message"] and "according to the base revision" in step["message"]
     assert "step 2 splits the app tier into waves 0 to 2" in step["message"]
-    assert "kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}' prints false" in step["message"]
+    assert "`kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}'` prints false" in step["message"]
     assert "flux get kustomization apps" in step["message"]
     assert ("kubectl -n nextcloud-db annotate cluster.postgresql.cnpg.io/nextcloud-db "
             "kustomize.toolkit.fluxcd.io/prune=disabled") in step["fix"].splitlines()
