@@ -134,6 +134,11 @@ def _wave_group(head: Finding, members: Sequence[Finding]) -> Group:
 def _factored(by: By, key: str, members: Sequence[Finding]) -> Group:
     ordered = _worst_first(members)
     words = [_with_hole(f).split(" ") for f in ordered]
+    if all(w == words[0] for w in words):  # one message for all: it is the lead, the members are listed
+        items = tuple(Item(_label(f), "", f, None if len({g.fix for g in ordered}) == 1 else f.fix) for f in ordered)
+        fixes = {f.fix for f in ordered}
+        return Group(by, key, _lead(" ".join(words[0]), len(ordered)), items, "",
+                     fixes.pop() if len(fixes) == 1 else None, tuple(ordered))
     prefix = _cut_prefix(_common_prefix(words))
     shortest = min(len(w) for w in words)
     common_end = _common_prefix([list(reversed(w[len(prefix):])) for w in words])[::-1]
@@ -151,13 +156,17 @@ def _factored(by: By, key: str, members: Sequence[Finding]) -> Group:
         for f, w in zip(ordered, words, strict=True)
     )
     lead = _lead(" ".join(prefix), len(ordered))
-    tail = _fill(" ".join(suffix), "it")
+    tail = _fill(" ".join(suffix), _listed([f.resource or "it" for f in ordered]))  # which objects, by name
     return Group(by, key, lead, items, tail, fix, tuple(ordered))
 
 
 def _with_hole(f: Finding) -> str:
     text = " ".join(f.message.split())
-    return text.replace(f.resource, _HOLE, 1) if f.resource and f.resource in text else text
+    return text.replace(f.resource, _HOLE) if f.resource and f.resource in text else text
+
+
+def _listed(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _fill(text: str, name: str) -> str:

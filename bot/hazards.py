@@ -252,7 +252,7 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
         return Finding(
             code="later-wave-move",
             severity="info",
-            message=f"{moves}; it carried {PRUNE_KEY}: {PRUNE_DISABLED} at base, so {old_cr} leaves it in "
+            message=f"{moves}; it carried `{PRUNE_KEY}: {PRUNE_DISABLED}` at base, so {old_cr} leaves it in "
                     f"place and {new_cr} adopts it. Once {new_cr} owns it, remove the annotation in a later "
                     "change if Flux should garbage-collect it again",
             path=new.path, line=new.line, wave=new.wave, resource=str(rid),
@@ -266,9 +266,10 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
         severity="error" if stateful else "warning",
         message=f"{moves}: {old_cr} deletes it as soon as it reconciles this change, and {recreates}, "
                 f"so {cost}.{late} Safe procedure: first merge a "
-                f"change that only adds the annotation {PRUNE_KEY}: {PRUNE_DISABLED} to it in {old.path}, "
-                f"wait until {old_cr} has reconciled it (flux get kustomization {old_cr}), then make this move",
-        path=new.path, line=new.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+                f"change that only adds the annotation `{PRUNE_KEY}: {PRUNE_DISABLED}` to {rid} in {old.path}, "
+                f"wait until {old_cr} has reconciled it (`flux get kustomization {old_cr}`), then make this move",
+        # Where the fix goes: the annotation is merged in the file as deployed, before it moves.
+        path=old.path, line=old.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
     )
 
 
@@ -346,7 +347,7 @@ def _owner_move(code: str, rid: ResourceId, old: Copy, new: Copy, keepers: set[s
         return Finding(
             code=code,
             severity="info",
-            message=f"{moves}; every copy carried {PRUNE_KEY}: {PRUNE_DISABLED} at base, so {old.owner} leaves "
+            message=f"{moves}; every copy carried `{PRUNE_KEY}: {PRUNE_DISABLED}` at base, so {old.owner} leaves "
                     f"it in place and {names} adopts it",
             path=new.path, line=new.line, wave=new.wave, resource=str(rid),
         )
@@ -356,9 +357,9 @@ def _owner_move(code: str, rid: ResourceId, old: Copy, new: Copy, keepers: set[s
         code=code,
         severity="error" if stateful else "warning",
         message=f"{moves}: {order}, so {cost}. Safe procedure: first merge a change that only adds the "
-                f"annotation {PRUNE_KEY}: {PRUNE_DISABLED} to it in {old.path}, wait until {old.owner} has "
-                f"reconciled it (flux get kustomization {old.owner}), then make this move",
-        path=new.path, line=new.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+                f"annotation `{PRUNE_KEY}: {PRUNE_DISABLED}` to {rid} in {old.path}, wait until {old.owner} has "
+                f"reconciled it (`flux get kustomization {old.owner}`), then make this move",
+        path=old.path, line=old.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
     )
 
 
@@ -517,11 +518,11 @@ def _kustomization_removed(k: FluxKustomization, base: Inventory, config: Config
     if k.deletion_policy in ("Delete", "WaitForTermination"):
         setting, first, fix = (f"spec.deletionPolicy: {k.deletion_policy}", "sets spec.deletionPolicy: Orphan",
                                ORPHAN_SNIPPET)
-        check = "{.spec.deletionPolicy}' prints Orphan"
+        check = "{.spec.deletionPolicy}'` prints Orphan"  # the command ends its code span
     else:
         setting, first, fix = ("prune: true", "sets spec.prune: false (or spec.deletionPolicy: Orphan)",
                                PRUNE_FALSE_SNIPPET)
-        check = "{.spec.prune}' prints false"
+        check = "{.spec.prune}'` prints false"
     return Finding(
         code="kustomization-removed",
         severity="error",
@@ -529,7 +530,7 @@ def _kustomization_removed(k: FluxKustomization, base: Inventory, config: Config
                 f"the Kustomization that applies {posixpath.dirname(k.path)} deletes it, and its finalizer then "
                 f"deletes everything it still owns{owned}, PVCs and CNPG databases included, even those "
                 f"another Kustomization is about to adopt. Safe procedure: 1. merge a change that only {first} "
-                f"on {name}; 2. wait until it has reconciled (kubectl -n {ns} get kustomization {name} "
+                f"on {name}; 2. wait until it has reconciled (`kubectl -n {ns} get kustomization {name} "
                 f"-o jsonpath='{check}); 3. then merge its removal: its objects stay alive and the "
                 "Kustomizations that now apply them adopt them without a delete",
         path=k.path,

@@ -124,17 +124,24 @@ def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
 
 
 def wave_entries(data: bytes, entry: Item, legacy: FluxKustomization, waves: Sequence[int], config: Config) -> bytes:
-    """The base kustomization with an entry per wave right after the legacy entry, in its style
-    (its comment rewritten for each wave); the legacy entry itself is removed separately."""
+    """The base kustomization with an entry per wave right after the legacy entry, in its style; the
+    legacy entry itself is removed separately.
+
+    The legacy line's comment describes `apps` (`# Flux Kustomization -> ./apps (all app manifests)`):
+    copied, it would say something false on every wave's line. A wave's line gets a comment of its
+    own when the legacy one had a comment, else none.
+    """
     text = yamledit.item_text(data, entry.path, entry.key, entry.index)
     legacy_file = posixpath.basename(legacy.path)
+    first, _, rest = text.partition("\n")
+    commented = re.fullmatch(r"(-\s+\S+)(\s+)#.*", first)
     for k, n in enumerate(waves):
-        mapping = {legacy_file: posixpath.basename(config.wave_cr_path(n)), f"./{config.apps_dir}":
-                   f"./{config.wave_dir(n)}", legacy.name: config.wave_cr_name(n)}
-        if n > 0:
-            mapping.update({d: config.wave_cr_name(n - 1) for d in config.root_depends_on})
-        data = yamledit.insert_item(data, entry.path, entry.key, yamledit.substitute(text, mapping),
-                                    after=entry.index + k)
+        line = yamledit.substitute(commented.group(1) if commented else first,
+                                   {legacy_file: posixpath.basename(config.wave_cr_path(n))})
+        if commented:
+            line += (f"{commented.group(2)}# Flux Kustomization -> ./{config.wave_dir(n)} "
+                     f"(dependsOn {', '.join(config.wave_depends_on(n)) or 'nothing'})")
+        data = yamledit.insert_item(data, entry.path, entry.key, f"{line}\n{rest}", after=entry.index + k)
     return data
 
 
@@ -182,9 +189,9 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
         message=f"cutover step 1 of 2: {ns}/{name} ({c.legacy.path}:{c.legacy.line}) is deployed with prune: true "
                 f"(according to {c.deployed}). Splitting the app tier removes it, and deleting a Kustomization "
                 f"that prunes deletes everything it still owns ({owned} object(s) here; the stateful ones: {listed}). "
-                f"So this change only sets {setting} on it, and nothing moves. Next: merge "
-                f"it, wait until it has reconciled (flux get kustomization {name}; kubectl -n {ns} get "
-                f"kustomization {name} -o jsonpath='{{.spec.prune}}' prints false), then run wave-bot again "
+                f"So this change only sets `{setting}` on it, and nothing moves. Next: merge "
+                f"it, wait until it has reconciled (`flux get kustomization {name}`; `kubectl -n {ns} get "
+                f"kustomization {name} -o jsonpath='{{.spec.prune}}'` prints false), then run wave-bot again "
                 "(push to this branch, re-run the workflow, or `wave-bot apply --base <the deployed revision> "
                 f"--fix-overlays`): step 2 splits the app tier into {into}. Optionally protect the stateful "
                 "objects meanwhile with the commands in the fix",

@@ -41,6 +41,9 @@ from bot.side import Side, Slot, order
 from bot.tree import Tree
 
 FIX_HINT = "run `wave-bot apply --fix-overlays`, or paste each `---` section of the fix into the file it names"
+ONE_COMMAND = "`wave-bot apply --fix-overlays` makes this edit"
+"""Said on each finding `--fix-overlays` clears: after a plain `apply` the new wave is no longer new,
+so `new-deepest-wave` (with FIX_HINT) is gone and these findings are all that is left."""
 
 
 def base_findings(tree: Tree, config: Config, waves: Sequence[Slot], builds: Builds | None = None) -> list[Finding]:
@@ -83,7 +86,7 @@ def _missing_entry(kust: Kustomization, n: Slot, edits: list[Edit], config: Conf
         code="missing-base-entry",
         severity="error",
         message=(f"{kust.path} does not list {name}.yaml: Flux never creates the {name} Kustomization, so "
-                 f"nothing in {config.wave_dir(n)}/ is ever applied"),
+                 f"nothing in {config.wave_dir(n)}/ is ever applied; {ONE_COMMAND}"),
         path=kust.path,
         wave=n,
         resource=name,
@@ -166,7 +169,8 @@ def _wave_findings(
         fixes = _flux_fix(tree, config, path, list(wrong), builds, rule) if wrong else {}
         unverified = None
     findings = [_missing_decryption(path.label, kfile, n, why, n in sops_waves, fixes.get(n, unverified),
-                                    config, rule) for n, why in wrong.items()]
+                                    config, rule, fixable=path.file is None and n in fixes)
+                for n, why in wrong.items()]
     for n in waves:
         if not wave_objects(result, config, n) and (in_base is None or n in in_base):
             findings.append(Finding(
@@ -222,7 +226,7 @@ def _flux_fix(tree: Tree, config: Config, path: EvalPath, waves: list[Slot], bui
 
 def _missing_decryption(
     label: str, kfile: str, n: Slot, why: str, holds_sops: bool, fix: str | None, config: Config,
-    rule: DecryptionRule,
+    rule: DecryptionRule, fixable: bool = False,
 ) -> Finding:
     name = config.wave_cr_name(n)
     if holds_sops:
@@ -232,7 +236,8 @@ def _missing_decryption(
     return Finding(
         code="missing-decryption",
         severity="error" if holds_sops else "warning",
-        message=f"{label}: {name} gets no SOPS decryption ({why}; wave-bot expects {rule.describe()}); {consequence}",
+        message=f"{label}: {name} gets no SOPS decryption ({why}; wave-bot expects {rule.describe()}); {consequence}"
+                + (f"; {ONE_COMMAND}" if fixable else ""),
         path=kfile,
         wave=n,
         overlay=label,

@@ -7,7 +7,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import cascade, gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, tiers, units
+from bot import (
+    cascade,
+    gating,
+    hazards,
+    imageauto,
+    lifecycle,
+    overlaycheck,
+    overlayfix,
+    render,
+    restored,
+    tiers,
+    units,
+    wiring,
+)
 from bot.catalog import load_catalog, missing_dir
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -20,7 +33,7 @@ from bot.ownership import ownership
 from bot.placement import KUSTOMIZATION, AppFile, existing_slots, existing_waves, place_files
 from bot.side import Side, Slot, order
 from bot.tree import PlannedTree, Tree, refuse_link
-from bot.waves import WaveGraph, compute_waves
+from bot.waves import WaveGraph, check_leaf_typos, compute_waves
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,8 @@ class Plan:
     """The side branches the layout has once applied (for the `non_gating` units)."""
     tier_report: tiers.TierReport | None = None
     """The tier checks (their findings are among `findings` too) and the dependsOn graph."""
+    split: Plan | None = None
+    """At cutover step 1 (which moves nothing): the layout step 2 will produce, every file in place."""
 
     @property
     def slots(self) -> tuple[Slot, ...]:
@@ -115,9 +130,11 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     its base entry and SOPS decryption in every overlay.
     """
     # The layout: waves from the catalog, each app file's wave, the generated files.
-    graph = compute_waves(load_catalog(tree, config), config)
+    services = load_catalog(tree, config)
+    graph = compute_waves(services, config)
     _check_configured_dirs(tree, config)
     files = place_files(tree, graph, config)
+    check_leaf_typos(services, graph, (file_stem(f.name) for f in files if not f.is_dir), config)
     slots = {f.target_wave for f in files if f.target_wave is not None}
     targets = {n for n in slots if not isinstance(n, Side)}
     existing_all = existing_slots(tree, config)
@@ -137,6 +154,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     if cutover is not None and here is not None and cutover.step == 1:
         return _release_plan(tree, config, graph, files, existing, cutover, here, before, cache)
     template, template_source = render.resolve_template(tree, config)
+    config = wiring.keep_root(config, flux, template_source)
     if cutover is not None and template_source == cutover.legacy.path:
         # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
         template = {**template, "spec": {**template["spec"], "prune": True}}
@@ -201,7 +219,11 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     for file in files:
         if file.node is not None and file.target_wave is not None:
             placed.setdefault(file.target_wave, set()).add(file.node)
-    findings += gating.chain_findings(graph, {n: sorted(u) for n, u in placed.items()}, config)
+    # A unit whose files change wave in this change (or since the base) is not offered as non_gating yet.
+    moving = {f.node for f in files if f.node is not None and (f.moves or base_waves is not None and f.name in
+                                                               base_waves and base_waves[f.name] != f.target_wave)}
+    findings += gating.chain_findings(graph, {n: sorted(u) for n, u in placed.items()}, config,
+                                      gating.stateful_units(files, now, config), moving)
     return Plan(
         config=config,
         graph=graph,
@@ -273,6 +295,10 @@ def _release_plan(
     deepest = max((f.target_wave for f in files if isinstance(f.target_wave, int)), default=None)
     findings = [*_placement_findings(staying, graph, config),
                 lifecycle.step_1_finding(cutover, here, config, deepest)]
+    placed = [dataclasses.replace(f, path=f.target, wave=f.target_wave) for f in files]
+    split_sides = tuple(sorted({f.target_wave for f in files if isinstance(f.target_wave, Side)}))
+    split = Plan(config, graph, tuple(placed), tuple(range(deepest + 1)) if deepest is not None else (), (), (),
+                 cutover.legacy.path, sides=split_sides)
     if before is not None:
         now = read_inventory(PlannedTree(tree, changes), config, cache)
         findings += hazards.hazard_findings(before, now, config)
@@ -284,6 +310,7 @@ def _release_plan(
         changes=changes,
         findings=tuple(sorted(set(findings), key=Finding.sort_key)),
         template_source=cutover.legacy.path,
+        split=split,
     )
 
 
@@ -362,33 +389,45 @@ def _check_configured_dirs(tree: Tree, config: Config) -> None:
             raise missing_dir(tree, config, key, value, key.replace("_dir", " directory"))
 
 
-def _unplaced_fix(file: AppFile, graph: WaveGraph, config: Config) -> tuple[str, str | None]:
+def _unplaced_fix(file: AppFile, graph: WaveGraph, config: Config, taken: frozenset[str] = frozenset()
+                  ) -> tuple[str, str | None]:
     """How to place the file (the message's last sentence) and, when its name can be a node's, the
-    ServiceDefinition that places it, ready to paste."""
+    ServiceDefinition that places it, ready to paste. `taken`: the app files' names.
+
+    A rename keeps the file's own suffix and its `.sops` (a `.sops.yaml` `path_regex` relies on it)
+    and is offered only onto a name no file has: proposing `plex.yaml` for an orphaned `pihole.yaml`
+    would overwrite plex."""
     stem = file_stem(file.name) if not file.is_dir else file.name
     suffixes = [s for s in config.file_suffixes if s and stem.endswith(s)]
-    name = stem[: -len(suffixes[0])] if suffixes else stem
-    nodes = difflib.get_close_matches(name, list(graph.nodes), n=1) or ["<node>"]
-    renames = ", ".join(f"{nodes[0]}{suffix}.yaml" for suffix in config.file_suffixes)
+    suffix = suffixes[0] if suffixes else ""
+    name = stem[: -len(suffix)] if suffix else stem
+    ending = file.name[len(stem):] if not file.is_dir else ""  # `.sops.yaml`, `.yaml` or `.yml`
+    matches = difflib.get_close_matches(name, list(graph.nodes), n=3)
     if file.is_dir:  # a directory belongs to the node of its very name: no suffixes
-        renames = f"{nodes[0]}/"
-    others = (f"rename it after the node it belongs to ({renames}), or list it in an extra unit's files: in "
-              f"{config.source}")
+        renames = [r for r in (f"{node}/" for node in matches) if r.rstrip("/") not in taken][:1] or ["<node>/"]
+    else:
+        renames = [r for r in (f"{node}{suffix}{ending}" for node in matches) if r not in taken][:1]
+    ways = [f"rename it after the node it belongs to ({renames[0]})"] if renames else []
+    ways.append(f"list it in an extra unit's files: in {config.source}")
+    if is_dns_label(name):
+        ways.insert(0, f"add the ServiceDefinition {config.catalog_dir}/{name}.yaml below")
+    how = "To place it, " + (f"{', '.join(ways[:-1])}, or {ways[-1]}" if len(ways) > 1 else ways[0])
     if not is_dns_label(name):
-        return f"To place it, {others}", None
-    return (f"To place it, add the ServiceDefinition {config.catalog_dir}/{name}.yaml below, {others}",
+        return how, None
+    return (how,
             f"# create {config.catalog_dir}/{name}.yaml:\n# (apiVersion as in your other catalog files)\n"
             f"kind: ServiceDefinition\nmetadata:\n  name: {name}\nspec:\n  dependencies: []\n")
 
 
 def _placement_findings(files: list[AppFile], graph: WaveGraph, config: Config) -> list[Finding]:
     findings = []
+    taken = frozenset(f.name for f in files)
     for file in files:
         if file.node is not None:
             continue
         where = f"stays in wave {file.wave}" if file.wave is not None else f"stays directly in {config.apps_dir}/"
         what = "directory" if file.is_dir else "file"
-        how, fix = _unplaced_fix(file, graph, config)
+        how, fix = _unplaced_fix(file, graph, config, taken)
         findings.append(Finding(
             code="unplaced-file",
             severity="error",

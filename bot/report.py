@@ -159,7 +159,8 @@ def _text_group(group: Group, width: int, fixes: bool) -> list[str]:
     out = _wrap(f"{group.code}{where}: {group.lead}", width, f"  {group.severity:<7} ", " " * 10)
     for item in group.items:
         label = item.finding.code if group.by == "wave" else item.label
-        out += _wrap(f"{label} ({item.finding.severity}): {item.text}", width, " " * 10 + "- ", " " * 12)
+        out += _wrap(f"{label} ({item.finding.severity})" + (f": {item.text}" if item.text else ""), width,
+                     " " * 10 + "- ", " " * 12)
         if fixes and item.fix:
             out += _text_fix(item.fix, " " * 12)
     if group.tail:
@@ -172,18 +173,12 @@ def _text_group(group: Group, width: int, fixes: bool) -> list[str]:
 def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: bool = True) -> str:
     """The terminal and pre-commit report: status, waves, changes, then every finding with its fix."""
     lines = [f"wave-bot: {plan_status(plan, applied).text()}", ""]
-    rows = [("wave", "unit", "files")]
-    for n, units in _unit_files(plan).items():
-        if not units:
-            rows.append((str(n), "(empty)", ""))
-        for i, (unit, names) in enumerate(units):
-            rows.append((str(n) if i == 0 else "", unit, ", ".join(names)))
-    if len(rows) == 1:
-        lines += _wrap(_empty_catalog(plan), width, "", "")
-    else:
-        w = [max(len(r[i]) for r in rows) for i in range(2)]
-        for wave, unit, files in rows:
-            lines += _wrap(files, width, f"{wave:<{w[0]}}  {unit:<{w[1]}}  ", " " * (w[0] + w[1] + 4))
+    note = catalog_note(plan)
+    if note:
+        lines += [*_wrap(note, width, "", ""), ""]
+    lines += _text_table(plan, width)
+    if plan.split is not None:
+        lines += [*([""] if plan.slots else []), f"{SPLIT_TITLE}:", *_text_table(plan.split, width)]
     pending = [f"{n} (wave {plan.graph.nodes[n].wave})" for n in plan.not_onboarded()]
     if pending:
         lines += [""] + _wrap("Computed, not placed (no app files yet): " + ", ".join(pending), width, "", "  ")
@@ -192,6 +187,8 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
         lines += ["", f"{GATING_TITLE}:"]
         for f in gating:
             lines += _wrap(f.message, width, "  ", "    ")
+            if fixes and f.fix:
+                lines += _text_fix(f.fix, "    ")
     lines.append("")
     if plan.changes:
         lines.append(f"{len(plan.changes)} change(s) {'applied' if applied else 'to apply'}:")
@@ -215,11 +212,51 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
     return "\n".join(lines) + "\n"
 
 
+SPLIT_TITLE = "The waves step 2 of the cutover will produce (this change moves nothing)"
+
+
+def _text_table(plan: Plan, width: int) -> list[str]:
+    rows = [("wave", "unit", "files")]
+    for n, units in _unit_files(plan).items():
+        if not units:
+            rows.append((str(n), "(empty)", ""))
+        for i, (unit, names) in enumerate(units):
+            rows.append((str(n) if i == 0 else "", unit, ", ".join(names)))
+    if len(rows) == 1:
+        return []
+    lines = []
+    w = [max(len(r[i]) for r in rows) for i in range(2)]
+    for wave, unit, files in rows:
+        lines += _wrap(files, width, f"{wave:<{w[0]}}  {unit:<{w[1]}}  ", " " * (w[0] + w[1] + 4))
+    return lines
+
+
+def catalog_note(plan: Plan) -> str | None:
+    """What a report says first when the catalog places nothing: that it is empty, or which services
+    it read and that none has app files yet. Without it, an empty table (or a list of unplaced files)
+    reads as if wave-bot had not found the catalog at all."""
+    if not plan.graph.nodes:
+        return _empty_catalog(plan)
+    if any(f.node is not None for f in plan.files):
+        return None
+    services = [name for name, node in plan.graph.nodes.items() if node.origin == "service"]
+    names = ", ".join(services[:CELL_LIMIT]) + (f" and {len(services) - CELL_LIMIT} more"
+                                                 if len(services) > CELL_LIMIT else "")
+    example = ", ".join(f"{services[0] if services else '<service>'}{suffix}.yaml"
+                        for suffix in plan.config.file_suffixes)
+    return (f"Read {_plural(len(services), 'ServiceDefinition')} in {plan.config.catalog_dir}/ ({names}); none has "
+            f"app files in {plan.config.apps_dir}/ yet, so no wave has anything in it. An app file belongs to a "
+            f"service by its name ({example})")
+
+
 def _empty_catalog(plan: Plan) -> str:
     where, _ = plan.config.where("catalog_dir")
     setting = f"catalog_dir is set in {where}" if where else f"the default catalog_dir; set it in {CONFIG_FILE}"
+    unplaced = sum(f.node is None for f in plan.files)
+    outcome = (f"so none of the {unplaced} app file(s) below can be placed" if unplaced else
+               "so there are no waves")
     return (f"No ServiceDefinition in {plan.config.catalog_dir}/ ({setting}): wave-bot read every *.yaml file "
-            "there and found none, so there are no waves. Add one file per service (kind: ServiceDefinition, "
+            f"there and found none, {outcome}. Add one file per service (kind: ServiceDefinition, "
             "metadata.name, spec.dependencies)")
 
 
@@ -234,6 +271,9 @@ def to_json(plan: Plan, applied: bool = False) -> str:
     if plan.tier_report is not None:
         tiers["graph"] = {"nodes": list(plan.tier_report.nodes),
                           "edges": [{"from": a, "dependsOn": b} for a, b in plan.tier_report.edges]}
+    if plan.split is not None:  # cutover step 1: where step 2 puts every file
+        body["split"] = {"waves": list(plan.split.waves), "placement": {
+            str(n): paths for n, paths in plan.split.placement().items()}}
     return json.dumps({"status": plan_status(plan, applied).to_json(), **body, "groups": groups, "tiers": tiers},
                       indent=2) + "\n"
 
@@ -301,9 +341,18 @@ def inline(text: str) -> str:
     """A message as markdown: its `quoted` commands and keys as code spans, everything else escaped."""
     out, at = [], 0
     for m in _CODE_SPAN.finditer(text):
-        out += [escape(text[at:m.start()]), code(m.group(1))]
+        out += [_spaced(text[at:m.start()]), code(m.group(1))]
         at = m.end()
-    return "".join(out) + escape(text[at:])
+    return "".join(out) + _spaced(text[at:])
+
+
+def _spaced(text: str) -> str:
+    """`escape(text)` keeping one space where `text` began or ended with one: between words and a
+    code span the space is all that separates them (`or `x`` must not render as `or`x``)."""
+    inner = escape(text)
+    lead = " " if text[:1].isspace() and inner else ""
+    trail = " " if text[-1:].isspace() else ""
+    return lead + inner + trail if inner else trail
 
 
 def _md_fix(fix: str, indent: str, severity: str) -> list[str]:
@@ -324,8 +373,8 @@ def _md_group(group: Group) -> list[str]:
     out = [f"- {SEVERITY_ICON[group.severity]} **{group.severity}** {code(group.code)}{where}: {inline(group.lead)}"]
     for item in group.items:
         label = code(item.label) if group.by != "wave" else code(item.finding.code)
-        text = inline(item.text)
-        out.append(f"  - {SEVERITY_ICON[item.finding.severity]} {label}: {text}")
+        text = f": {inline(item.text)}" if item.text else ""
+        out.append(f"  - {SEVERITY_ICON[item.finding.severity]} {label}{text}")
         if item.fix:
             out += _md_fix(item.fix, "    ", item.finding.severity)
     if group.tail:
@@ -475,6 +524,9 @@ def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = No
     head = ["### 🌊 flux-wave-bot", "", status(plan, context)]
     if context.note:
         head += ["", context.note]
+    note = catalog_note(plan)
+    if note:
+        head += ["", escape(note)]
     records = group_findings(_reported(plan))
     groups = [_md_group(g) for g in records]
     sections: list[tuple[str, list[str]]] = []
@@ -482,8 +534,10 @@ def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = No
         diff = ["", "<details><summary>The regenerated layout (not pushed)</summary>", "",
                 fence(context.diff, "diff"), "", "</details>"]
         sections.append(("the regenerated layout", diff + (["", context.apply_hint] if context.apply_hint else [])))
-    sections.append(("the waves", ["", "#### Waves", "", *(_wave_table(plan) if plan.graph.nodes or plan.waves else
-                                                            [escape(_empty_catalog(plan))]), ""]))
+    if plan.slots:  # else the catalog note above says why there is no wave
+        sections.append(("the waves", ["", "#### Waves", "", *_wave_table(plan), ""]))
+    if plan.split is not None and plan.split.slots:
+        sections.append(("the coming split", ["", f"#### {SPLIT_TITLE}", "", *_wave_table(plan.split), ""]))
     sections += [(title, part) for title, part in (("the moves", _moves(plan)), ("the files written", _writes(plan)))
                  if part]
     gating = _gating(plan)
@@ -497,6 +551,8 @@ def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = No
         sections.append(("the services not onboarded", ["#### Computed, not onboarded", "", ", ".join(pending), ""]))
     if plan.waves:
         sections.append(("the wave graph", _mermaid(plan)))
+    elif plan.split is not None and plan.split.waves:
+        sections.append(("the wave graph", _mermaid(plan.split)))
     tier_parts = _tier_parts(plan)
     if any(f.severity != "info" for _, part in tier_parts for f in part):
         sections.append(("the tier graph", _tier_mermaid(plan)))

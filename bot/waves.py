@@ -140,13 +140,53 @@ def _leaves(by_name: Mapping[str, Service], config: Config) -> set[str]:
                 continue
             raise WaveBotError(
                 f"'{service.name}' depends on '{dep.target}', which has no ServiceDefinition"
-                f"{did_you_mean(dep.target, _known_names(by_name, config))}",
+                f"{did_you_mean(dep.target, [n for n in _known_names(by_name, config) if n != service.name])}",
                 path=service.path,
                 line=dep.line,
                 hint=f"fix the name, add {config.catalog_dir}/{dep.target}.yaml, or add a pattern "
                 f"matching it to leaf_patterns (now: {', '.join(config.leaf_patterns) or 'none'})",
             )
     return leaves
+
+
+def check_leaf_typos(services: Iterable[Service], graph: WaveGraph, file_stems: Iterable[str],
+                     config: Config) -> None:
+    """A leaf nobody defines and no app file belongs to, close to a name that has a ServiceDefinition
+    or app files, is taken for a typo (`nexcloud-db` for `nextcloud-db`): as a leaf it would be
+    accepted silently, and the real database's files left unplaced. A leaf named after its service
+    by the patterns (`keycloak-db` for `keycloak`) is what leaves are for, files or not.
+
+    `file_stems` are the app files' names without extension and `.sops`; raises WaveBotError.
+    """
+    stems = set(file_stems)
+    named = stems | {stem[: -len(s)] for stem in stems for s in config.file_suffixes
+                                        if s and stem.endswith(s)}
+    by_name = {s.name: s for s in services}
+    for service in sorted(by_name.values(), key=lambda s: s.name):
+        for dep in service.dependencies:
+            node = graph.nodes.get(dep.target)
+            if node is None or node.origin != "leaf" or dep.target in named or _own_leaf(dep.target, by_name, config):
+                continue
+            guess = did_you_mean(dep.target, sorted((named | set(by_name)) - {service.name}))
+            if guess:
+                raise WaveBotError(
+                    f"'{service.name}' depends on '{dep.target}', which has no ServiceDefinition and no app files"
+                    f"{guess}",
+                    path=service.path,
+                    line=dep.line,
+                    hint=f"fix the name; if '{dep.target}' is a new leaf, add its app file "
+                    f"{config.apps_dir}/{dep.target}.yaml (or {config.catalog_dir}/{dep.target}.yaml)",
+                )
+
+
+def _own_leaf(name: str, by_name: Mapping[str, Service], config: Config) -> bool:
+    """Whether `name` is a service's name put into a leaf pattern (`keycloak` and `*-db`: `keycloak-db`)."""
+    for pattern in config.leaf_patterns:
+        if pattern.count("*") == 1 and not set(pattern) & set("?["):
+            head, tail = pattern.split("*")
+            if name.startswith(head) and name.endswith(tail) and name[len(head): len(name) - len(tail)] in by_name:
+                return True
+    return False
 
 
 def _known_names(by_name: Mapping[str, Service], config: Config) -> list[str]:
@@ -164,13 +204,15 @@ def _cycle_error(edges: list[tuple[str, str]], by_name: Mapping[str, Service]) -
     cycle = [a for a, _ in edges]
     start = cycle.index(min(cycle))  # start at the smallest name so the message is stable
     cycle = cycle[start:] + cycle[:start]
-    first, second = cycle[0], cycle[1 % len(cycle)]
-    service = by_name[first]
-    line = next(d.line for d in service.dependencies if d.target == second)
+    # Every edge with where it is declared: the one that closed the cycle (a new dependency) is often
+    # not the first, and the user must find it to decide which one to remove.
+    edges = [(a, cycle[(i + 1) % len(cycle)]) for i, a in enumerate(cycle)]
+    lines = [next(d.line for d in by_name[a].dependencies if d.target == b) for a, b in edges]
+    declared = ", ".join(f"{a} -> {b} ({by_name[a].path}:{line})" for (a, b), line in zip(edges, lines, strict=True))
     return WaveBotError(
-        f"dependency cycle: {' -> '.join([*cycle, first])}",
-        path=service.path,
-        line=line,
+        f"dependency cycle: {' -> '.join([*cycle, cycle[0]])}; its dependencies: {declared}",
+        path=by_name[cycle[0]].path,
+        line=lines[0],
         hint="a service cannot (indirectly) depend on itself; remove one of these dependencies",
     )
 

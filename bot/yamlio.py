@@ -156,9 +156,49 @@ def _yaml_error(exc: YAMLError, data: bytes, path: str) -> WaveBotError:
             "save it as UTF-8 text",
         )
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    duplicate = re.match(r'found duplicate key "(.*)" with value', str(problem))
+    mark = getattr(exc, "problem_mark", None)
+    if duplicate and mark is not None:
+        return _duplicate_key_error(duplicate.group(1), mark, data, path)
     context = getattr(exc, "context", None)
     text = f"{context}: {problem}" if context else str(problem)
     return _error(path, f"invalid YAML: {text}", _mark_line(exc, data))
+
+
+def _duplicate_key_error(key: str, mark: Any, data: bytes, path: str) -> WaveBotError:
+    """A repeated key with both values as written. ruamel's own message shows the values of the key
+    nodes ("[]" for both of two different lists), which hides which lines to merge."""
+    lines = data.decode("utf-8", "replace").splitlines()
+    again, column = int(mark.line), int(mark.column)
+    prefix = re.compile(rf"\s{{{column}}}(?:\"{re.escape(key)}\"|'{re.escape(key)}'|{re.escape(key)})\s*:(?:\s|$)")
+    first = next((i for i in range(again - 1, -1, -1) if prefix.match(lines[i]) and _indent(lines[i]) == column), None)
+    if first is None:
+        return _error(path, f"invalid YAML: found duplicate key \"{key}\" in one mapping", again + 1,
+                      f"keep one \"{key}\" and merge the two values")
+    return _error(
+        path,
+        f"invalid YAML: found duplicate key \"{key}\" in one mapping: line {first + 1} gives it "
+        f"{_value_text(lines, first, column)}, line {again + 1} gives it {_value_text(lines, again, column)}",
+        again + 1,
+        f"keep the key once: merge the value of line {again + 1} into line {first + 1}'s (two lists become one list "
+        f"with the items of both) and delete the key on line {again + 1}",
+    )
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _value_text(lines: list[str], at: int, column: int) -> str:
+    """The value of the block mapping key on line `at` (at `column`), as written, on one line."""
+    parts = [lines[at].split(":", 1)[1].strip()]
+    for line in lines[at + 1:]:
+        if line.strip() and (_indent(line) < column or _indent(line) == column and not line.lstrip().startswith("- ")):
+            break
+        parts.append(line.strip())
+    text = " ".join(p for p in parts if p and not p.startswith("#"))
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    return f'"{shown}"' if text else "no value"
 
 
 class _Frame:

@@ -129,7 +129,7 @@ def test_step_1_only_releases_the_legacy_kustomization(
     assert step["severity"] == "warning"
     assert "cutover step 1 of 2" in step["message"] and "according to the base revision" in step["message"]
     assert "step 2 splits the app tier into waves 0 to 2" in step["message"]
-    assert "kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}' prints false" in step["message"]
+    assert "`kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}'` prints false" in step["message"]
     assert "flux get kustomization apps" in step["message"]
     assert ("kubectl -n nextcloud-db annotate cluster.postgresql.cnpg.io/nextcloud-db "
             "kustomize.toolkit.fluxcd.io/prune=disabled") in step["fix"].splitlines()
@@ -139,6 +139,32 @@ def test_step_1_only_releases_the_legacy_kustomization(
     # The PR already made step 1: nothing more to do, the report still says which step this is.
     code, again = run(flat_repo, capsys, "check", "--base", "HEAD")
     assert code == 0 and again["changes"] == [] and by_code(again, "cutover-step-1")
+
+
+def test_step_1_shows_the_split_step_2_will_make_in_every_format(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_markdown import assert_renders_as_intended, headings
+
+    _, out = run(flat_repo, capsys, "plan", "--base", "HEAD")
+    assert by_code(out, "cutover-step-1") and out["split"]["waves"] == [0, 1, 2]
+    assert out["split"]["placement"]["2"] == ["apps/wave-2/seerr.yaml"]
+    assert "apps/wave-0/plex.yaml" in out["split"]["placement"]["0"]
+    capsys.readouterr()
+    main(["plan", str(flat_repo), "--base", "HEAD"])
+    text = capsys.readouterr().out
+    assert "No ServiceDefinition" not in text
+    table = text.split("The waves step 2 of the cutover will produce (this change moves nothing):\n", 1)[1]
+    assert re.search(r"^2 +seerr +seerr.yaml$", table, flags=re.M) and re.search(r"^0 +gitea ", table, flags=re.M)
+    main(["plan", str(flat_repo), "--base", "HEAD", "--format", "markdown"])
+    markdown = capsys.readouterr().out
+    spans = [t.content for t in assert_renders_as_intended(markdown) if t.type == "code_inline"]
+    assert {"prune: false", "flux get kustomization apps",
+            "kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}'"} <= set(spans)
+    assert ("h4", "The waves step 2 of the cutover will produce (this change moves nothing)") in headings(markdown)
+    assert "| 2 | `seerr` | `seerr.yaml` |" in markdown and "No ServiceDefinition" not in markdown
+    graph = markdown.split("```mermaid\n", 1)[1]
+    assert 'subgraph w2["wave 2"]' in graph and "w1 ==> w2" in graph
 
 
 def test_without_base_the_work_tree_is_taken_as_deployed(flat_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -194,6 +220,35 @@ def test_step_2_without_fix_overlays_gives_the_snippets_and_still_builds(
     assert all("- apps-wave-" in f["fix"] for f in by_code(out, "missing-base-entry"))
     assert by_code(out, "missing-decryption")
     overlays_build(flat_repo, kubectl)
+
+
+def test_the_split_keeps_what_apps_depended_on_and_writes_its_own_comments(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    """A repository whose `apps` waits for `platform` (not the default root, platform-config), and whose
+    base entry describes `apps`: wave 0 keeps waiting for `platform`, through step 2 and after it."""
+    legacy = flat_repo / "clusters/base/apps.yaml"
+    legacy.write_text(legacy.read_text().replace("- name: platform-config", "- name: platform"))
+    base = flat_repo / "clusters/base/kustomization.yaml"
+    own = "  - apps.yaml # Flux Kustomization -> ./apps (all app manifests)\n"
+    base.write_text(base.read_text().replace(APPS_ENTRY, own))
+    git(flat_repo, "commit", "-q", "-am", "apps waits for platform")
+    run(flat_repo, capsys, "apply", "--base", "HEAD")
+    git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0, [f for f in out["findings"] if f["severity"] == "error"]
+    built = build_ok(kubectl, flat_repo / "clusters/dev")
+    wave0 = built.split("name: apps-wave-0\n", 1)[1].split("\n---", 1)[0]
+    assert "dependsOn:\n  - name: platform\n" in wave0
+    lines = [line for line in base.read_text().splitlines() if "apps-wave-" in line and line.startswith("  - ")]
+    assert lines == ["  - apps-wave-0.yaml # Flux Kustomization -> ./apps/wave-0 (dependsOn platform)",
+                     "  - apps-wave-1.yaml # Flux Kustomization -> ./apps/wave-1 (dependsOn apps-wave-0)",
+                     "  - apps-wave-2.yaml # Flux Kustomization -> ./apps/wave-2 (dependsOn apps-wave-1)"]
+    git(flat_repo, "add", "-A")
+    git(flat_repo, "commit", "-q", "-m", "step 2: the split")
+    code, settled = run(flat_repo, capsys, "check", "--base", "HEAD")
+    assert code == 0 and settled["status"]["state"] == "up-to-date"
+    assert "- name: platform\n" in (flat_repo / "clusters/base/apps-wave-0.yaml").read_text()
 
 
 def test_a_plain_merge_of_the_split_is_still_an_error(flat_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -290,8 +345,10 @@ def test_the_readme_adoption_steps_work_as_written(flat_repo: Path, kubectl: Kub
     git(flat_repo, "push", "-q", "origin", "main")
     git(flat_repo, "fetch", "-q", "origin")
     commands = readme_commands("Adopting wave-bot in an existing repository")
-    assert any("pip install" in c for c in commands) and any(c.startswith("flux get") for c in commands)
-    tools = {".venv/bin/wave-bot": str(installed_tool("wave-bot")), "kubectl": str(installed_tool("kubectl"))}
+    # Installed outside the repository (pipx): nothing the README runs leaves a virtualenv in it.
+    assert any(c.startswith("pipx install ") for c in commands) and any(c.startswith("flux get") for c in commands)
+    assert not [c for c in commands if "venv" in c]
+    tools = {"wave-bot": str(installed_tool("wave-bot")), "kubectl": str(installed_tool("kubectl"))}
     ran = []
     for command in commands:
         for part in command.split(" && "):

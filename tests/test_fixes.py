@@ -106,6 +106,19 @@ def test_a_new_wave_s_fixes_each_clear_their_finding(
     assert not [f for f in plan(capsys, example_repo, "--base", "main") if f.get("wave") == 3]
 
 
+def test_after_a_plain_apply_the_one_command_is_still_named_and_clears_the_rest(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_files(example_repo, {"catalog/tautulli.yaml": service("tautulli", "seerr"),
+                               "apps/tautulli.yaml": deployment("tautulli")})
+    assert main(["apply", str(example_repo)]) == 0  # without --fix-overlays: wave 3 is no longer new
+    left = [f for f in plan(capsys, example_repo) if f["code"] in ("missing-base-entry", "missing-decryption")]
+    assert len(left) == 3 and not [f for f in plan(capsys, example_repo) if f["code"] == "new-deepest-wave"]
+    assert all(f["message"].endswith("; `wave-bot apply --fix-overlays` makes this edit") for f in left)
+    assert main(["apply", str(example_repo), "--fix-overlays"]) == 0
+    assert not [f for f in plan(capsys, example_repo) if f["code"] in ("missing-base-entry", "missing-decryption")]
+
+
 def test_an_unplaced_file_s_fix_places_it(example_repo: Path, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     (example_repo / "apps/wave-0/junk.yaml").write_text(deployment("junk"))

@@ -30,20 +30,42 @@ def test_the_example_shows_what_each_wave_boundary_costs(example_repo: Path) -> 
         "apps-wave-2 waits until all 5 units of wave 1 are ready, but 1 unit(s) of wave 2 need only some of them "
         "and wait for the rest only because of the linear chain: seerr needs radarr, sonarr. Nothing depends on "
         "gitea-actions, nextcloud, semaphore, yet a crashloop in one of them holds wave 2")
-    assert found[2].fix == "non_gating:\n  - gitea-actions\n  - nextcloud\n  - semaphore\n"
     assert "Nothing depends on pihole, plex" in found[1].message
+    # One snippet for the report, on the first boundary: non_gating is one key.
+    assert found[2].fix is None and "the one snippet, under wave 1's note, lists every candidate" in found[2].message
+    assert found[1].fix == (
+        "non_gating:\n"
+        "  - gitea-actions  # later-wave-move of its Namespace\n"
+        "  - nextcloud  # later-wave-move of its Namespace, PersistentVolumeClaim\n"
+        "  - pihole  # later-wave-move of its Namespace, PersistentVolumeClaim\n"
+        "  - plex  # later-wave-move of its Namespace, PersistentVolumeClaim\n"
+        "  - semaphore  # later-wave-move of its Namespace\n")
+    assert ("taking gitea-actions, nextcloud, pihole, plex, semaphore off the chain moves their stateful objects"
+            in found[1].message)
 
 
-def test_the_suggested_fix_is_valid_config_that_takes_the_units_off_the_chain(example_repo: Path) -> None:
+def test_the_suggested_fix_is_valid_config_that_takes_the_units_off_the_chain(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pasted into the config as a user would (every report's one snippet, appended): it parses, takes
+    every candidate off the chain, and each stateful move it announced is reported as one."""
     tree = FsTree(str(example_repo))
-    fix = chain(make_plan(tree, load_config(tree, None)).findings)[2].fix
+    fix = chain(make_plan(tree, load_config(tree, None)).findings)[1].fix
     assert fix is not None
     config_file = example_repo / ".wave-bot.yaml"
     config_file.write_text(config_file.read_text() + "\n" + fix)
     plan = make_plan(tree, load_config(tree, None))
+    assert plan.units()[Side(0)] == ["pihole", "plex"]
     assert plan.units()[Side(1)] == ["gitea-actions", "nextcloud", "semaphore"]
     assert plan.units()[1] == ["radarr", "sonarr"]
     assert 2 not in chain(plan.findings)  # seerr now waits only for what it needs
+    assert not [f for f in chain(plan.findings).values() if f.fix or "Nothing depends on" in f.message]
+    main(["plan", str(example_repo), "--base", "HEAD", "--format", "json"])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    moved = {f["path"].split("/")[-1].removesuffix(".yaml") for f in findings
+             if f["code"] == "later-wave-move"
+             and f["resource"].split(" ")[0] in ("Namespace", "PersistentVolumeClaim")}
+    assert moved == {"gitea-actions", "nextcloud", "pihole", "plex", "semaphore"}
 
 
 def test_a_second_suggestion_keeps_the_units_already_non_gating(example_repo: Path) -> None:
@@ -52,7 +74,18 @@ def test_a_second_suggestion_keeps_the_units_already_non_gating(example_repo: Pa
     tree = FsTree(str(example_repo))
     found = chain(make_plan(tree, load_config(tree, None)).findings)
     assert "Nothing depends on nextcloud, semaphore," in found[2].message
-    assert found[2].fix == "non_gating:\n  - gitea-actions\n  - nextcloud\n  - semaphore\n"
+    assert found[1].fix is not None and found[1].fix.startswith("non_gating:\n  - gitea-actions\n  - nextcloud  #")
+    assert found[1].fix.count("gitea-actions") == 1
+
+
+def test_a_unit_that_is_moving_is_not_suggested_until_it_settles(example_repo: Path) -> None:
+    with open(example_repo / "catalog/plex.yaml", "a") as catalog:
+        catalog.write("  dependencies:\n    - to: pihole\n")  # plex moves from wave 0 to wave 1
+    tree = FsTree(str(example_repo))
+    found = chain(make_plan(tree, load_config(tree, None)).findings)
+    fixes = [f.fix for f in found.values() if f.fix]
+    assert len(fixes) == 1 and "plex" not in fixes[0] and "- gitea-actions" in fixes[0]
+    assert "Not suggested while their files move in this change: plex" in found[2].message
 
 
 def _plan(
@@ -91,7 +124,7 @@ def test_reports_give_it_a_section_of_its_own(example_repo: Path, capsys: pytest
     assert "#### Findings" not in markdown  # nothing to act on: the example is up to date
     section = markdown.split("#### Gating worth knowing about", 1)[1].split("####", 1)[0]
     assert "(2 wave boundaries)" in section and "seerr needs radarr, sonarr" in section
-    assert "  non_gating:\n    - gitea-actions\n" in section
+    assert "  non_gating:\n    - gitea-actions  # later-wave-move of its Namespace\n" in section
     assert main(["plan", str(example_repo)]) == 0
     text = capsys.readouterr().out
     assert "\nGating worth knowing about:\n  apps-wave-1 waits until all 7 units of wave 0" in text
@@ -104,4 +137,5 @@ def test_reports_give_it_a_section_of_its_own(example_repo: Path, capsys: pytest
 def test_suggested_config_parses(example_repo: Path) -> None:
     tree = FsTree(str(example_repo))
     fix = chain(make_plan(tree, load_config(tree, None)).findings)[1].fix
-    assert fix is not None and parse_config(fix.encode(), ".wave-bot.yaml").non_gating == ("pihole", "plex")
+    assert fix is not None and parse_config(fix.encode(), ".wave-bot.yaml").non_gating == (
+        "gitea-actions", "nextcloud", "pihole", "plex", "semaphore")

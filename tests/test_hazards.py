@@ -115,14 +115,15 @@ def test_moving_a_pvc_to_a_later_wave_is_an_error(gitea_needs_a_db: Path) -> Non
     findings = hazards(gitea_needs_a_db)
     assert codes(findings) == {"later-wave-move"}
     pvc = of(findings, PVC)
-    assert (pvc.severity, pvc.wave, pvc.path, pvc.line) == ("error", 1, "apps/wave-1/gitea.yaml", 9)
+    # Where the fix goes: the file as deployed, where the annotation must be merged first.
+    assert (pvc.severity, pvc.wave, pvc.path, pvc.line) == ("error", 1, "apps/wave-0/gitea.yaml", 9)
     assert pvc.message == (
         "PersistentVolumeClaim gitea/gitea-data moves from wave 0 (apps/wave-0/gitea.yaml) to the later wave 1 "
         "(apps/wave-1/gitea.yaml): apps-wave-0 deletes it as soon as it reconciles this change, and apps-wave-1 "
         "recreates it only after wave 0 is ready, so the claim is deleted and its volume's data with it. "
-        "Safe procedure: first merge a change that only adds the annotation kustomize.toolkit.fluxcd.io/prune: "
-        "disabled to it in apps/wave-0/gitea.yaml, wait until apps-wave-0 has reconciled it "
-        "(flux get kustomization apps-wave-0), then make this move"
+        "Safe procedure: first merge a change that only adds the annotation `kustomize.toolkit.fluxcd.io/prune: "
+        "disabled` to PersistentVolumeClaim gitea/gitea-data in apps/wave-0/gitea.yaml, wait until apps-wave-0 has "
+        "reconciled it (`flux get kustomization apps-wave-0`), then make this move"
     )
     assert pvc.fix == "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
 
@@ -195,7 +196,7 @@ def test_prune_disabled_at_base_downgrades_the_move_to_info(example_repo: Path) 
     assert (pvc.code, pvc.severity, pvc.fix, pvc.line) == ("later-wave-move", "info", None, 11)
     assert pvc.message == (
         "PersistentVolumeClaim gitea/gitea-data moves from wave 0 (apps/wave-0/gitea.yaml) to the later wave 1 "
-        "(apps/wave-1/gitea.yaml); it carried kustomize.toolkit.fluxcd.io/prune: disabled at base, so apps-wave-0 "
+        "(apps/wave-1/gitea.yaml); it carried `kustomize.toolkit.fluxcd.io/prune: disabled` at base, so apps-wave-0 "
         "leaves it in place and apps-wave-1 adopts it. Once apps-wave-1 owns it, remove the annotation in a later "
         "change if Flux should garbage-collect it again"
     )
@@ -437,7 +438,7 @@ def test_removing_a_pruning_kustomization_is_an_error_with_the_runbook(example_r
         "everything it still owns (everything it applies from ./apps), PVCs and CNPG databases included, even "
         "those another Kustomization is about to adopt. Safe procedure: 1. merge a change that only sets "
         "spec.prune: false (or spec.deletionPolicy: Orphan) on apps; 2. wait until it has reconciled "
-        "(kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}' prints false); 3. then merge "
+        "(`kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}'` prints false); 3. then merge "
         "its removal: its objects stay alive and the Kustomizations that now apply them adopt them without a delete"
     )
     assert finding.fix == PRUNE_FALSE_SNIPPET
@@ -455,7 +456,7 @@ def test_deletion_policy_delete_deletes_even_without_prune(example_repo: Path) -
     assert finding.code == "kustomization-removed" and finding.fix == ORPHAN_SNIPPET
     assert "has spec.deletionPolicy: Delete and this change removes it" in finding.message
     assert ("1. merge a change that only sets spec.deletionPolicy: Orphan on apps; 2. wait until it has reconciled "
-            "(kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.deletionPolicy}' prints Orphan)"
+            "(`kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.deletionPolicy}'` prints Orphan)"
             ) in finding.message
 
 

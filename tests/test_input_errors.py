@@ -75,7 +75,13 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
     ),
     "cycle": (
         {"catalog/api.yaml": service("api", "worker"), "catalog/worker.yaml": service("worker", "web")},
-        ["catalog/api.yaml:7:", "dependency cycle: api -> worker -> web -> api"],
+        ["catalog/api.yaml:7:", "dependency cycle: api -> worker -> web -> api; its dependencies: "
+         "api -> worker (catalog/api.yaml:7), worker -> web (catalog/worker.yaml:7), web -> api (catalog/web.yaml:7)"],
+    ),
+    "repeated-config-key": (
+        {".wave-bot.yaml": "non_gating:\n  - web\nnon_gating: [cron]\n"},
+        [".wave-bot.yaml:3:", 'found duplicate key "non_gating" in one mapping: line 1 gives it "- web", line 3 '
+         'gives it "[cron]"', "hint: keep the key once: merge the value of line 3 into line 1's"],
     ),
     "bad-dependency-item": (
         {"catalog/web.yaml": "metadata:\n  name: web\nspec:\n  dependencies:\n    - to: [api]\n"},

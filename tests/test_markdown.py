@@ -91,13 +91,15 @@ def test_the_plex_comment_has_its_structure(plex_comment: str) -> None:
     assert [s for s in spans if " plex" in s] == [
         "Namespace plex", "PersistentVolumeClaim plex/plex-data", "Service plex/plex", "apps/Deployment plex/plex"]
     fences = [(t.info, t.content) for t in toks if t.type == "fence"]
-    assert [info for info, _ in fences] == ["yaml", "yaml", "yaml", "mermaid"]  # the fix, 2 gating notes
+    assert [info for info, _ in fences] == ["yaml", "yaml", "mermaid"]  # the fix, the one non_gating snippet
     assert fences[0][1] == "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
     # The nested list of objects is a real nested list, inside the finding's list item.
     kinds = [t.type for t in RENDERER.parse(plex_comment)]
     assert kinds.count("bullet_list_open") == 3  # the findings, the objects inside, the gating notes
     text = "".join(t.content for t in toks if t.type == "text")
     assert "Safe procedure: first merge a change that only adds the annotation" in text
+    # The annotation and the command to run are code, as a reader copies them.
+    assert "kustomize.toolkit.fluxcd.io/prune: disabled" in spans and "flux get kustomization apps-wave-0" in spans
     assert text.count("Safe procedure") == 1
 
 
@@ -139,3 +141,10 @@ def test_the_up_to_date_example_renders(example_repo: Path) -> None:
     assert_renders_as_intended(markdown)
     assert headings(markdown) == [("h3", "🌊 flux-wave-bot"), ("h4", "Waves"), ("h4", "Gating worth knowing about"),
                                   ("h4", "Computed, not onboarded")]
+
+
+def test_a_code_span_keeps_the_spaces_around_it_as_rendered() -> None:
+    rendered = tokens(report.inline("push to this branch, or `wave-bot apply` now; `a` `b`: done"))
+    parts = [(t.type, t.content) for t in rendered if t.type in ("text", "code_inline")]
+    assert parts == [("text", "push to this branch, or "), ("code_inline", "wave-bot apply"), ("text", " now; "),
+                     ("code_inline", "a"), ("text", " "), ("code_inline", "b"), ("text", ": done")]

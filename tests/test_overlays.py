@@ -300,7 +300,7 @@ def test_missing_decryption_is_an_error_for_a_wave_with_sops_files(tmp_path: Pat
         "clusters/dev: apps-wave-1 gets no SOPS decryption (spec.decryption.secretRef.name is 'sops-key', not "
         "'sops-age'; wave-bot expects provider sops and secretRef.name sops-age, per decryption_secret); wave 1 holds "
         "SOPS-encrypted files: its *.sops.yaml files would be applied still encrypted, "
-        "corrupting the Secrets they hold")
+        "corrupting the Secrets they hold; `wave-bot apply --fix-overlays` makes this edit")
     assert missing.message.startswith("clusters/dev: apps-wave-2 gets no SOPS decryption (no spec.decryption;")
 
 
@@ -311,7 +311,8 @@ def test_missing_decryption_is_a_warning_for_a_wave_without_sops_files(tmp_path:
     assert finding.message == (
         "clusters/dev: apps-wave-2 gets no SOPS decryption (no spec.decryption; wave-bot expects provider sops and "
         "secretRef.name sops-age, per decryption_secret); wave 2 holds no SOPS file yet, "
-        "but once it does its *.sops.yaml files would be applied still encrypted, corrupting the Secrets they hold")
+        "but once it does its *.sops.yaml files would be applied still encrypted, corrupting the Secrets they hold"
+        "; `wave-bot apply --fix-overlays` makes this edit")
 
 
 @pytest.mark.parametrize(("patch", "reason"), [
@@ -442,7 +443,7 @@ def test_missing_base_entry(tmp_path: Path) -> None:
         "missing-base-entry", "error", 3, "clusters/base/kustomization.yaml")
     assert finding.message == (
         "clusters/base/kustomization.yaml does not list apps-wave-3.yaml: Flux never creates the apps-wave-3 "
-        "Kustomization, so nothing in apps/wave-3/ is ever applied")
+        "Kustomization, so nothing in apps/wave-3/ is ever applied; `wave-bot apply --fix-overlays` makes this edit")
     assert finding.fix == ("# clusters/base/kustomization.yaml: add under resources:\n"
                            "- apps-wave-3.yaml # Flux Kustomization -> ./apps/wave-3 (dependsOn apps-wave-2)\n")
 

@@ -155,7 +155,13 @@ def test_a_moved_file_is_one_finding_with_its_objects_inside(
     assert text.startswith("wave-bot: needs attention: 2 errors, 2 warnings; 1 file to move, 2 to update\n")
     findings = text.split("\nFindings:\n", 1)[1]
     assert findings.count("later-wave-move") == 1 and findings.count("Safe procedure") == 1
-    assert findings.startswith("  error   later-wave-move (apps/wave-2/plex.yaml): Each of these 4 objects moves\n")
+    # Headed by the file the fix goes in (the annotation is merged where the file is deployed).
+    assert findings.startswith("  error   later-wave-move (apps/wave-0/plex.yaml): Each of these 4 objects moves\n")
+    procedure = " ".join(findings.split("Safe procedure: ", 1)[1].split("fix:", 1)[0].split())
+    assert procedure == ("first merge a change that only adds the annotation `kustomize.toolkit.fluxcd.io/prune: "
+                         "disabled` to Namespace plex, PersistentVolumeClaim plex/plex-data, Service plex/plex and "
+                         "apps/Deployment plex/plex in apps/wave-0/plex.yaml, wait until apps-wave-0 has reconciled "
+                         "it (`flux get kustomization apps-wave-0`), then make this move")
     objects = [line.split(" (")[0].strip("- ") for line in findings.splitlines() if line.startswith("          - ")]
     assert objects == ["Namespace plex", "PersistentVolumeClaim plex/plex-data",  # data loss first
                        "Service plex/plex", "apps/Deployment plex/plex"]
@@ -175,10 +181,33 @@ def test_a_moved_file_is_one_finding_with_its_objects_inside(
     assert list(out)[0] == "status" and out["status"]["state"] == "needs-attention"
     assert out["status"]["changes"] == {"move": 1, "update": 2}
     (group,) = [g for g in out["groups"] if g["code"] == "later-wave-move"]
-    assert group["by"] == "file" and group["key"] == "apps/wave-2/plex.yaml"
+    assert group["by"] == "file" and group["key"] == "apps/wave-0/plex.yaml"
     members = [out["findings"][i] for i in group["findings"]]
     assert [m["resource"] for m in members][:2] == ["Namespace plex", "PersistentVolumeClaim plex/plex-data"]
     assert len(members) == 4 and all(m["code"] == "later-wave-move" for m in members)  # per object: kept
+
+
+def test_once_the_stateful_objects_are_protected_the_rest_get_the_procedure_once(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plex = example_repo / "apps/wave-0/plex.yaml"
+    docs = plex.read_text().split("\n---\n")
+    docs = [re.sub(r"^metadata:\n", "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n", d,
+                   count=1, flags=re.M) if re.search(r"^kind: (Namespace|PersistentVolumeClaim)$", d, re.M) else d
+            for d in docs]
+    plex.write_text("\n---\n".join(docs))
+    git(example_repo, "commit", "-qam", "protect plex's Namespace and PVC")
+    _plex_to_wave_2(example_repo)
+    _, text, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--no-fixes")
+    findings = text.split("\nFindings:\n", 1)[1]
+    assert findings.count("Safe procedure") == 1 and findings.count("remove the annotation") == 1
+    warning = findings.split("  info    ", 1)[0]
+    assert warning.startswith("  warning later-wave-move (apps/wave-0/plex.yaml): Each of these 2 objects moves")
+    assert " ".join(warning.split()).endswith("then make this move: - Service plex/plex (warning) "
+                                              "- apps/Deployment plex/plex (warning)")
+    _, markdown, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--format", "markdown")
+    assert markdown.count("Safe procedure") == 1
+    assert "then make this move:\n  - ⚠️ `Service plex/plex`\n  - ⚠️ `apps/Deployment plex/plex`\n" in markdown
 
 
 def test_no_fixes_hides_them(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -242,6 +271,37 @@ def test_an_empty_catalog_says_so_and_where_it_looked(tmp_path: Path, capsys: py
     assert "catalog\\_dir is set in .wave-bot.yaml" in markdown and "| wave |" not in markdown
 
 
+def test_services_without_app_files_are_named_not_called_an_empty_catalog(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_files(tmp_path, {"catalog/web.yaml": service("web", "api"), "catalog/api.yaml": service("api"),
+                           "catalog/cron.yaml": service("cron"), "apps/README.md": "x"})
+    code, text, _ = _run(capsys, "check", str(tmp_path))
+    assert code == 0 and "No ServiceDefinition" not in text
+    assert " ".join(text.split("\n\n")[1].split()) == (
+        "Read 3 ServiceDefinitions in catalog/ (api, cron, web); none has app files in apps/ yet, so no wave has "
+        "anything in it. An app file belongs to a service by its name (api.yaml, api-bootstrap-secret.yaml, "
+        "api-app.yaml)")
+    _, markdown, _ = _run(capsys, "plan", str(tmp_path), "--format", "markdown")
+    assert "No ServiceDefinition" not in markdown and "| wave |" not in markdown
+    assert markdown.split("\n\n")[2].startswith("Read 3 ServiceDefinitions in catalog/ (api, cron, web); none has")
+
+
+def test_an_empty_catalog_is_said_before_the_files_it_leaves_unplaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_files(tmp_path, {"catalog/README.md": "x", "apps/web.yaml": deployment("web"),
+                           "apps/api.yaml": deployment("api")})
+    code, text, _ = _run(capsys, "check", str(tmp_path))
+    assert code == 1
+    note = " ".join(text.split("\n\n")[1].split())
+    assert note.startswith("No ServiceDefinition in catalog/")
+    assert "none of the 2 app file(s) below can be placed" in note
+    assert text.index("No ServiceDefinition") < text.index("unplaced-file")
+    _, markdown, _ = _run(capsys, "plan", str(tmp_path), "--format", "markdown")
+    assert markdown.index("No ServiceDefinition") < markdown.index("#### Findings") < markdown.index("unplaced-file")
+
+
 def test_a_500_service_pr_fits_one_github_comment_most_important_first(make_repo: Any) -> None:
     """Every second service gains a dependency and moves to wave 1: half of them lose a PVC (errors),
     the others restart (warnings). The comment keeps the errors, says what it left out, and points at
@@ -275,7 +335,8 @@ def test_a_500_service_pr_fits_one_github_comment_most_important_first(make_repo
     assert len(shown) > 20 and set(shown) == {"error"}  # data loss first; the restarts are what is cut
     cut = comment.rstrip().splitlines()[-1]
     assert cut == (f"✂️ This comment is cut to fit. Not shown: {126 - len(shown)} more errors, "
-                   f"{501 - 2 * len(shown)} more warnings; the waves, the moves, the gating notes and the wave "
+                   f"{501 - 2 * len(shown)} more warnings; the waves, the moves, the files written, the gating notes "
+                   "and the wave "
                    f"graph. {pointer}")
     assert summary.count("`later-wave-move`") == 250 and "✂️" not in summary
     from test_markdown import assert_renders_as_intended

@@ -58,7 +58,8 @@ def test_extra_units_anchored_in_a_cycle() -> None:
 def test_cycle_is_reported_as_a_full_path_from_the_smallest_name() -> None:
     with pytest.raises(WaveBotError) as exc:
         compute_waves([svc("c", "a"), svc("a", "b"), svc("b", "c"), svc("z", "a")], Config())
-    assert exc.value.message == "dependency cycle: a -> b -> c -> a"
+    assert exc.value.message == ("dependency cycle: a -> b -> c -> a; its dependencies: a -> b (catalog/a.yaml:7), "
+                                 "b -> c (catalog/b.yaml:7), c -> a (catalog/c.yaml:7)")
     assert exc.value.path == "catalog/a.yaml" and exc.value.line == 7  # a's dependency on b
 
 

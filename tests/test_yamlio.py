@@ -58,7 +58,12 @@ def test_load_one_of_an_empty_file_is_none() -> None:
         (b"a: !!python/object/apply:os.system [echo hi]\n",
          "f.yaml:1: unsupported YAML tag !!python/object/apply:os.system"),
         (b"a: *nothing\n", "f.yaml:1: invalid YAML"),
-        (b"a: 1\na: 2\n", "f.yaml:2: invalid YAML: while constructing a mapping: found duplicate key"),
+        (b"a: 1\na: 2\n", 'f.yaml:2: invalid YAML: found duplicate key "a" in one mapping: line 1 gives it "1", '
+         'line 2 gives it "2"'),
+        (b"x:\n  non_gating:\n  - pihole\n  # keep\n  non_gating: [gitea-actions]\n",
+         'f.yaml:5: invalid YAML: found duplicate key "non_gating" in one mapping: line 2 gives it "- pihole", '
+         'line 5 gives it "[gitea-actions]"\n  hint: keep the key once: merge the value of line 5 into line 2\'s '
+         '(two lists become one list with the items of both) and delete the key on line 5'),
     ],
 )
 def test_load_errors_name_file_and_line(data: bytes, message: str) -> None:
