@@ -6,6 +6,15 @@ near the top of each document, and captures the few scalars the caller asks for.
 need nothing more (their identity and `sops:` key), which keeps `plan` cheaper than a full parse.
 Small files the bot must understand whole (catalog, config, kustomizations) are then constructed
 by ruamel's C safe loader, which knows only the YAML core tags.
+
+What is valid is what kustomize (Go: go-yaml v3 behind kyaml and sigs.k8s.io/yaml, YAML 1.2) says.
+libyaml scans YAML 1.1 and refuses some YAML 1.2 that Go reads (`[os:etcd:backup]`,
+`{url: http://a:8080/x}`: a ':' inside a flow collection). When it refuses a file, that file alone
+is read again by ruamel's pure-Python YAML 1.2 parser, and only its verdict counts; the fast path
+keeps its speed for the files libyaml reads. A repeated mapping key is kept as Go keeps it: an
+object kustomize builds (a resource, a strategic-merge patch) refuses it at any depth (go-yaml:
+`mapping key "k" already defined at line N`), a kustomization or a JSON6902 patch keeps the last
+value (sigs.k8s.io/yaml), so callers say which (`unique_keys`, `duplicates`).
 """
 from __future__ import annotations
 
@@ -13,8 +22,9 @@ import io
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
@@ -39,6 +49,10 @@ except ImportError:  # pragma: no cover
 
     def _Parser(data: bytes) -> Any:
         return _Loader(data)
+
+
+class RepeatedKey(WaveBotError):
+    """A mapping key written twice in one mapping, worded as go-yaml (and so kustomize) words it."""
 
 
 _NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
@@ -164,7 +178,8 @@ def _yaml_error(exc: YAMLError, data: bytes, path: str) -> WaveBotError:
 class _Frame:
     """A collection still open while scanning."""
 
-    __slots__ = ("is_map", "path", "anchor", "line", "is_key", "nodes", "index", "key", "key_line", "expect_key")
+    __slots__ = ("is_map", "path", "anchor", "line", "is_key", "nodes", "index", "key", "key_line", "expect_key",
+                 "keys")
 
     def __init__(self, is_map: bool, path: Path | None, anchor: str | None, line: int, is_key: bool) -> None:
         self.is_map = is_map
@@ -177,6 +192,7 @@ class _Frame:
         self.key: str | int = "?"
         self.key_line = line
         self.expect_key = True
+        self.keys: dict[str, int] | None = None  # scalar key -> its line, when repeated keys are refused
 
     def advance(self, was_key: bool) -> None:
         """A child node is complete: a map now wants its value (or next key), a list its next item."""
@@ -191,8 +207,9 @@ class _Scanner:
     of every manifest in the repository: it is what `plan` spends most of its time in."""
 
     def __init__(self, file: str, capture: Callable[[Path], bool] | None, line_depth: int, capture_depth: int,
-                 max_nodes: int, max_documents: int) -> None:
+                 max_nodes: int, max_documents: int, unique_keys: bool = False) -> None:
         self.file = file
+        self.unique_keys = unique_keys
         self.capture = capture
         self.line_depth = line_depth
         self.path_depth = max(line_depth, capture_depth if capture is not None else 0)
@@ -203,8 +220,13 @@ class _Scanner:
         return _error(self.file, f"YAML holds more than {self.max_nodes:,} nodes once aliases are expanded "
                       "(a 'billion laughs' bomb, or far too big a file)", line, "split the file")
 
+    def repeated(self, key: str, first: int, line: int) -> RepeatedKey:
+        shown = '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return RepeatedKey(f"mapping key {shown} already defined at line {first}", path=self.file, line=line,
+                           hint="remove one of the two")
+
     def run(self, parser: Any) -> list[DocInfo]:
-        capture, line_depth, path_depth = self.capture, self.line_depth, self.path_depth
+        capture, line_depth, path_depth, unique_keys = self.capture, self.line_depth, self.path_depth, self.unique_keys
         docs: list[DocInfo] = []
         stack: list[_Frame] = []
         anchors: dict[str, int] = {}
@@ -239,7 +261,10 @@ class _Scanner:
                         raise self.too_many(line)
                     if top is None:
                         root = "map" if cls is MappingStartEvent else "seq"
-                    stack.append(_Frame(cls is MappingStartEvent, path, event.anchor, line, is_key))
+                    frame = _Frame(cls is MappingStartEvent, path, event.anchor, line, is_key)
+                    if unique_keys and frame.is_map:
+                        frame.keys = {}
+                    stack.append(frame)
                     continue
                 if cls is ScalarEvent:
                     size = 1
@@ -250,6 +275,11 @@ class _Scanner:
                         root = "empty" if null else "scalar"
                     elif is_key:
                         top.key, top.key_line = event.value, line
+                        keys = top.keys
+                        if keys is not None:
+                            if event.value in keys:
+                                raise self.repeated(event.value, keys[event.value], line)
+                            keys[event.value] = line
                     elif path is not None and capture is not None and capture(path):
                         scalars[path] = event.value
                         if event.implicit == (False, True) or event.tag == _STR_TAG:
@@ -298,22 +328,46 @@ def scan(
     capture_depth: int = 6,
     max_nodes: int = MAX_NODES,
     max_documents: int = MAX_DOCUMENTS,
+    unique_keys: bool = False,
 ) -> list[DocInfo]:
     """Check `data` against the limits and describe each of its documents.
 
     Lines are recorded for key paths down to `line_depth`; `capture(path)` is asked for scalars down
     to `capture_depth`. Raises WaveBotError naming `path` and the line for invalid YAML, non-UTF-8
-    bytes, files over MAX_FILE_BYTES, nesting over MAX_DEPTH and alias bombs. Never constructs a
+    bytes, files over MAX_FILE_BYTES, nesting over MAX_DEPTH and alias bombs, and (`unique_keys`, as
+    kustomize reads an object) RepeatedKey for a key repeated in any mapping. Never constructs a
     Python object, so tags are not interpreted here.
     """
     _check_bytes(data, path)
+    scanner = _Scanner(path, capture, line_depth, capture_depth, max_nodes, max_documents, unique_keys)
     parser = _Parser(data)
     try:
-        return _Scanner(path, capture, line_depth, capture_depth, max_nodes, max_documents).run(parser)
+        return scanner.run(parser)
     except YAMLError as exc:
-        raise _yaml_error(exc, data, path) from None
+        refused = exc  # libyaml's YAML 1.1 refused it: the YAML 1.2 parser decides, below
     finally:
         _dispose(parser)
+    try:
+        return scanner.run(_PureEvents(data))
+    except YAMLError as exc:
+        raise _refusal(refused, exc, data, path) from None
+
+
+def _refusal(fast: YAMLError, pure: YAMLError, data: bytes, path: str) -> WaveBotError:
+    """The error for a file both parsers refuse: libyaml's words when both stop on the same line
+    (go-yaml is a port of libyaml, so kustomize says much the same), else the YAML 1.2 parser's."""
+    error = _yaml_error(fast, data, path)
+    return error if error.line == _mark_line(pure, data) else _yaml_error(pure, data, path)
+
+
+class _PureEvents:
+    """ruamel's pure-Python YAML 1.2 parser behind the one method `_Scanner.run` calls. ~20 times
+    slower than libyaml, so it reads only the files libyaml refuses."""
+
+    def __init__(self, data: bytes) -> None:
+        from ruamel.yaml import YAML
+
+        self.get_event = YAML(typ="safe", pure=True).parse(data).__next__
 
 
 def _dispose(parser: Any) -> None:
@@ -343,30 +397,72 @@ def _plainly_bounded(data: bytes) -> bool:
     return sum(data.count(i) for i in _INDICATORS) + data.count(b"[") + data.count(b"{") < MAX_DEPTH
 
 
-def load(data: bytes, path: str) -> list[Document]:
-    """Every document of `data`, constructed with the safe loader (core tags only), within the limits."""
+class _LastWins:
+    """A constructor mixin keeping the last value of a repeated key, as sigs.k8s.io/yaml does."""
+
+    def check_mapping_key(self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any) -> bool:
+        return True
+
+
+class _LastWinsLoader(_LastWins, _Loader):
+    pass
+
+
+def _construct(data: bytes, last_wins: bool, pure: bool) -> list[Any]:
+    if not pure:
+        loader = (_LastWinsLoader if last_wins else _Loader)(data)
+        try:
+            values = []
+            while loader.check_data():
+                values.append(loader.get_data())
+            return values
+        finally:
+            _dispose(loader)
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import SafeConstructor
+
+    yaml = YAML(typ="safe", pure=True)
+    if last_wins:
+        yaml.Constructor = type("LastWinsConstructor", (_LastWins, SafeConstructor), {})
+    return list(yaml.load_all(data))
+
+
+def load(data: bytes, path: str, *, duplicates: Literal["error", "last"] = "error") -> list[Document]:
+    """Every document of `data`, constructed with the safe loader (core tags only), within the limits.
+
+    A repeated key is a RepeatedKey error (as kustomize reads an object), or with `duplicates="last"`
+    keeps its last value (as kustomize reads a kustomization or a JSON6902 patch).
+    """
     _check_bytes(data, path)
     bounded = _plainly_bounded(data)
     lines = _Lines(data, path, None if bounded else scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100))
-    loader = _Loader(data)
-    values: list[Any] = []
-    try:
-        while loader.check_data():
-            values.append(loader.get_data())
-    except MarkedYAMLError as exc:
-        problem = str(exc.problem or "")
-        tag = re.search(r"tag '([^']*)'", problem)
-        if "could not determine a constructor" in problem and tag:
-            name = tag.group(1).replace("tag:yaml.org,2002:", "!!")
-            message = f"unsupported YAML tag {name}; wave-bot reads plain YAML only"
-            raise _error(path, message, _mark_line(exc, data)) from None
-        raise _yaml_error(exc, data, path) from None
-    except YAMLError as exc:
-        raise _yaml_error(exc, data, path) from None
-    except RecursionError:  # pragma: no cover - MAX_DEPTH keeps us far from it
-        raise _error(path, f"YAML nested more than {MAX_DEPTH} levels deep") from None
-    finally:
-        _dispose(loader)
+    last_wins, pure = duplicates == "last", False
+    refused: YAMLError | None = None
+    while True:
+        try:
+            values = _construct(data, last_wins, pure)
+            break
+        except DuplicateKeyError:
+            # go-yaml compares keys as written ("1" and "01" differ): the scan words the error as it
+            # does, and only when it finds none does the file load keeping the last value.
+            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100, unique_keys=True)
+            last_wins = True
+        except MarkedYAMLError as exc:
+            problem = str(exc.problem or "")
+            tag = re.search(r"tag '([^']*)'", problem)
+            if "could not determine a constructor" in problem and tag:
+                name = tag.group(1).replace("tag:yaml.org,2002:", "!!")
+                message = f"unsupported YAML tag {name}; wave-bot reads plain YAML only"
+                raise _error(path, message, _mark_line(exc, data)) from None
+            if refused is not None:
+                raise _refusal(refused, exc, data, path) from None
+            pure, refused = True, exc  # libyaml's YAML 1.1 refused it: the YAML 1.2 parser decides
+        except YAMLError as exc:
+            if refused is not None:
+                raise _refusal(refused, exc, data, path) from None
+            pure, refused = True, exc
+        except RecursionError:  # pragma: no cover - MAX_DEPTH keeps us far from it
+            raise _error(path, f"YAML nested more than {MAX_DEPTH} levels deep") from None
     return [Document(value, lines, i) for i, value in enumerate(values)]
 
 
@@ -406,4 +502,4 @@ def dump(value: Any, header: str = "") -> bytes:
 
 
 __all__ = ["DocInfo", "Document", "MAX_DEPTH", "MAX_DOCUMENTS", "MAX_FILE_BYTES", "MAX_LOAD_NODES", "MAX_NODES",
-           "dump", "load", "load_one", "scan"]
+           "RepeatedKey", "dump", "load", "load_one", "scan"]
