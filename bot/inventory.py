@@ -35,6 +35,7 @@ from bot import yamlio
 from bot.breaks import builds_including
 from bot.config import Config
 from bot.errors import WaveBotError
+from bot.goyaml import plain_type
 from bot.kustomizations import applied_files, is_kustomization_file, listed_files, read_kustomizations
 from bot.model import Finding
 from bot.naming import is_yaml_name
@@ -331,6 +332,16 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
         return doc.scalars.get((*at, *key), "")
 
     line = doc.lines.get((*at, "apiVersion")) or doc.line(at or ("kind",))
+    for key in _IDENTITY:  # kustomize (go-yaml) reads `name: 0755` as the number 493: no Kubernetes name
+        what = _go_type(doc, (*at, *key))
+        if what == "null" and key != ("metadata", "namespace") and (*at, *key) in doc.scalars:
+            return _Object(line, None, f"{'.'.join(key)} is null to kustomize (YAML 1.2); every Kubernetes object "
+                           "needs apiVersion, kind and metadata.name")
+        if what not in ("a string", "null"):
+            value = doc.scalars.get((*at, *key))
+            shown = f"'{value}'" if value is not None else "a list or mapping"
+            return _Object(doc.line((*at, *key)), None, f"{'.'.join(key)} is {shown}, which kustomize (YAML 1.2) "
+                           f"reads as {what}, not a string; quote it")
     identity = {"apiVersion": get("apiVersion"), "kind": get("kind"), "metadata.name": get("metadata", "name")}
     if any(v.startswith("ENC[") for v in [*identity.values(), get("metadata", "namespace")]):
         return None  # encrypted by SOPS without an encrypted_regex: identity unknowable
@@ -348,9 +359,10 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
     prune_value = get("spec", "prune")
     if (*at, "spec", "prune") in doc.strings:
         prune_value = json.dumps(prune_value)  # `"true"` is a string to every YAML reader: shown quoted
+    namespace = get("metadata", "namespace") if _go_type(doc, (*at, "metadata", "namespace")) != "null" else ""
     return _Object(
         line=line,
-        id=ResourceId.of(identity["apiVersion"], identity["kind"], get("metadata", "namespace"),
+        id=ResourceId.of(identity["apiVersion"], identity["kind"], namespace,
                          identity["metadata.name"]),
         prune_disabled=prune in (get("metadata", "annotations", PRUNE_KEY).casefold(),
                                  get("metadata", "labels", PRUNE_KEY).casefold()),
@@ -360,6 +372,17 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
         depends_on=tuple(depends),
         prune_value=prune_value,
     )
+
+
+_IDENTITY = (("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"))
+
+
+def _go_type(doc: yamlio.DocInfo, path: yamlio.Path) -> str:
+    """What kustomize reads at `path`: a string, null (absent too), a number, ... or a collection."""
+    value = doc.scalars.get(path)
+    if value is None:
+        return "a list or mapping" if path in doc.lines else "null"
+    return "a string" if path in doc.strings else plain_type(value)
 
 
 # ---- reading a tree -----------------------------------------------------------------------------

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import io
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ruamel.yaml.constructor import DuplicateKeyError
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.error import MantissaNoDotYAML1_1Warning, MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
     DocumentEndEvent,
@@ -272,7 +273,8 @@ class _Scanner:
                         anchors[event.anchor] = 1
                     if top is None:
                         null = event.implicit[0] and event.value in ("", "~", "null", "Null", "NULL")
-                        root = "empty" if null else "scalar"
+                        root = ("nothing" if event.value == "" and not event.style else "empty") if null \
+                            else "scalar"
                     elif is_key:
                         top.key, top.key_line = event.value, line
                         keys = top.keys
@@ -313,8 +315,17 @@ class _Scanner:
                 if len(docs) >= self.max_documents:
                     raise _error(self.file, f"holds more than {self.max_documents:,} YAML documents",
                                  start_line, "split the file")
+                if getattr(event, "version", None) or getattr(event, "tags", None):
+                    # kustomize splits a file at its '---' lines itself: a directive ends up alone
+                    raise _error(self.file, "invalid YAML: did not find expected <document start> (kustomize "
+                                 "refuses a %YAML or %TAG directive)", start_line, "remove the directive line")
             elif cls is DocumentEndEvent:
-                docs.append(DocInfo(start_line, lines, scalars, root == "map", root in (None, "empty"),
+                if root == "nothing" and getattr(event, "explicit", False):
+                    # split at '---' by kustomize, the '...' stands alone, which go-yaml refuses
+                    raise _error(self.file, "invalid YAML: did not find expected node content (a '...' "
+                                 "document end after an empty document)", event.start_mark.line + 1,
+                                 "remove the '...' line")
+                docs.append(DocInfo(start_line, lines, scalars, root == "map", root in (None, "empty", "nothing"),
                                     frozenset(strings)))
         return docs
 
@@ -344,30 +355,48 @@ def scan(
     try:
         return scanner.run(parser)
     except YAMLError as exc:
-        refused = exc  # libyaml's YAML 1.1 refused it: the YAML 1.2 parser decides, below
+        if not _go_reads_more(exc):
+            raise _yaml_error(exc, data, path) from None
+        # a ':' in a flow collection: the YAML 1.2 parser decides, below
     finally:
         _dispose(parser)
     try:
         return scanner.run(_PureEvents(data))
-    except YAMLError as exc:
-        raise _refusal(refused, exc, data, path) from None
+    except YAMLError as exc:  # go-yaml refuses it too, and says what the YAML 1.2 parser says
+        raise _yaml_error(exc, data, path) from None
 
 
-def _refusal(fast: YAMLError, pure: YAMLError, data: bytes, path: str) -> WaveBotError:
-    """The error for a file both parsers refuse: libyaml's words when both stop on the same line
-    (go-yaml is a port of libyaml, so kustomize says much the same), else the YAML 1.2 parser's."""
-    error = _yaml_error(fast, data, path)
-    return error if error.line == _mark_line(pure, data) else _yaml_error(pure, data, path)
+def _go_reads_more(exc: YAMLError) -> bool:
+    """Whether go-yaml v3 may read what libyaml refused. go-yaml is a port of libyaml and refuses what
+    it refuses, but for a ':' inside a plain scalar of a flow collection (`[os:etcd:backup]`)."""
+    return getattr(exc, "problem", None) == "found unexpected ':'"
 
 
 class _PureEvents:
     """ruamel's pure-Python YAML 1.2 parser behind the one method `_Scanner.run` calls. ~20 times
-    slower than libyaml, so it reads only the files libyaml refuses."""
+    slower than libyaml, so it reads only the files libyaml refuses.
+
+    go-yaml ends a plain scalar of a flow collection at a '?' (`[f?]`, `{u: http://h/p?q}` are
+    errors to kustomize); the YAML 1.2 parser reads on, so such a scalar is refused here."""
 
     def __init__(self, data: bytes) -> None:
         from ruamel.yaml import YAML
 
-        self.get_event = YAML(typ="safe", pure=True).parse(data).__next__
+        self._events = YAML(typ="safe", pure=True).parse(data)
+        self._open: list[tuple[bool, str]] = []  # (in a flow collection, its closing bracket)
+
+    def get_event(self) -> Any:
+        event = next(self._events)
+        cls = type(event)
+        if cls is MappingStartEvent or cls is SequenceStartEvent:
+            flow = bool(event.flow_style) or bool(self._open and self._open[-1][0])
+            self._open.append((flow, "}" if cls is MappingStartEvent else "]"))
+        elif cls is MappingEndEvent or cls is SequenceEndEvent:
+            self._open.pop()
+        elif cls is ScalarEvent and self._open and self._open[-1][0] and event.style is None and "?" in event.value:
+            raise MarkedYAMLError("while parsing a flow collection", None,
+                                  f"did not find expected ',' or '{self._open[-1][1]}'", event.start_mark)
+        return event
 
 
 def _dispose(parser: Any) -> None:
@@ -404,13 +433,39 @@ class _LastWins:
         return True
 
 
-class _LastWinsLoader(_LastWins, _Loader):
+# YAML 1.1's value key `=` is a plain string to go-yaml; ruamel resolves it to a tag it cannot construct.
+_VALUE_TAG = "tag:yaml.org,2002:value"
+
+
+class _GoLoader(_Loader):
     pass
 
 
+_GoLoader.add_constructor(_VALUE_TAG, _GoLoader.construct_yaml_str)
+
+
+class _LastWinsLoader(_LastWins, _GoLoader):
+    pass
+
+
+def _pure_yaml(last_wins: bool) -> Any:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import SafeConstructor
+
+    constructor: Any = type("GoConstructor", (_LastWins, SafeConstructor) if last_wins else (SafeConstructor,), {})
+    constructor.add_constructor(_VALUE_TAG, SafeConstructor.construct_yaml_str)
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Constructor = constructor
+    return yaml
+
+
 def _construct(data: bytes, last_wins: bool, pure: bool) -> list[Any]:
-    if not pure:
-        loader = (_LastWinsLoader if last_wins else _Loader)(data)
+    with warnings.catch_warnings():
+        # ruamel warns that `1e3` lacks YAML 1.1's dot; YAML 1.2 (Go's reading) needs none
+        warnings.simplefilter("ignore", MantissaNoDotYAML1_1Warning)
+        if pure:
+            return list(_pure_yaml(last_wins).load_all(data))
+        loader = (_LastWinsLoader if last_wins else _GoLoader)(data)
         try:
             values = []
             while loader.check_data():
@@ -418,13 +473,6 @@ def _construct(data: bytes, last_wins: bool, pure: bool) -> list[Any]:
             return values
         finally:
             _dispose(loader)
-    from ruamel.yaml import YAML
-    from ruamel.yaml.constructor import SafeConstructor
-
-    yaml = YAML(typ="safe", pure=True)
-    if last_wins:
-        yaml.Constructor = type("LastWinsConstructor", (_LastWins, SafeConstructor), {})
-    return list(yaml.load_all(data))
 
 
 def load(data: bytes, path: str, *, duplicates: Literal["error", "last"] = "error") -> list[Document]:
@@ -434,10 +482,10 @@ def load(data: bytes, path: str, *, duplicates: Literal["error", "last"] = "erro
     keeps its last value (as kustomize reads a kustomization or a JSON6902 patch).
     """
     _check_bytes(data, path)
-    bounded = _plainly_bounded(data)
+    # a tiny file is not scanned first, unless it holds what the scan refuses as kustomize does
+    bounded = _plainly_bounded(data) and b"%" not in data and b"..." not in data
     lines = _Lines(data, path, None if bounded else scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100))
     last_wins, pure = duplicates == "last", False
-    refused: YAMLError | None = None
     while True:
         try:
             values = _construct(data, last_wins, pure)
@@ -454,13 +502,15 @@ def load(data: bytes, path: str, *, duplicates: Literal["error", "last"] = "erro
                 name = tag.group(1).replace("tag:yaml.org,2002:", "!!")
                 message = f"unsupported YAML tag {name}; wave-bot reads plain YAML only"
                 raise _error(path, message, _mark_line(exc, data)) from None
-            if refused is not None:
-                raise _refusal(refused, exc, data, path) from None
-            pure, refused = True, exc  # libyaml's YAML 1.1 refused it: the YAML 1.2 parser decides
+            if pure:
+                raise _yaml_error(exc, data, path) from None
+            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100)  # refuses what go-yaml refuses
+            pure = True  # a ':' in a flow collection: the YAML 1.2 parser decides
         except YAMLError as exc:
-            if refused is not None:
-                raise _refusal(refused, exc, data, path) from None
-            pure, refused = True, exc
+            if pure:
+                raise _yaml_error(exc, data, path) from None
+            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100)
+            pure = True
         except RecursionError:  # pragma: no cover - MAX_DEPTH keeps us far from it
             raise _error(path, f"YAML nested more than {MAX_DEPTH} levels deep") from None
     return [Document(value, lines, i) for i, value in enumerate(values)]
