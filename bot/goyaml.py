@@ -17,14 +17,15 @@ _NUMBER = re.compile(r"""[-+]?(
     | (\.[0-9]+ | [0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?    # floats
     | \.(inf|Inf|INF)
 )|\.(nan|NaN|NAN)""", re.VERBOSE)
-_MAYBE = frozenset("~nNtTfF0123456789+-.")
+MAYBE_NOT_STRING = frozenset("~nNtTfF0123456789+-.")
+"""The first characters of every plain scalar go-yaml reads as something else than a string."""
 _TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ].*)?")
 
 
 def plain_type(text: str) -> str:
     """'null', 'a boolean', 'a number', 'a timestamp' or 'a string': what go-yaml reads `text` as,
     written as a plain (unquoted, untagged) scalar."""
-    if text and text[0] not in _MAYBE:  # most names: settled by their first character
+    if text and text[0] not in MAYBE_NOT_STRING:  # most names: settled by their first character
         return "a string"
     if text in _NULL:
         return "null"
@@ -37,4 +38,4 @@ def plain_type(text: str) -> str:
     return "a string"
 
 
-__all__ = ["plain_type"]
+__all__ = ["MAYBE_NOT_STRING", "plain_type"]

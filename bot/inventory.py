@@ -35,7 +35,7 @@ from bot import yamlio
 from bot.breaks import builds_including
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.goyaml import plain_type
+from bot.goyaml import MAYBE_NOT_STRING, plain_type
 from bot.kustomizations import applied_files, is_kustomization_file, listed_files, read_kustomizations
 from bot.model import Finding
 from bot.naming import is_yaml_name
@@ -333,14 +333,17 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
 
     line = doc.lines.get((*at, "apiVersion")) or doc.line(at or ("kind",))
     for key in _IDENTITY:  # kustomize (go-yaml) reads `name: 0755` as the number 493: no Kubernetes name
-        what = _go_type(doc, (*at, *key))
-        if what == "null" and key != ("metadata", "namespace") and (*at, *key) in doc.scalars:
+        path = (*at, *key) if at else key
+        value = doc.scalars.get(path)
+        if value and value[0] not in MAYBE_NOT_STRING:
+            continue  # a string whatever its style: most identities, settled without a lookup more
+        what = _go_type(doc, path)
+        if what == "null" and key != ("metadata", "namespace") and value is not None:
             return _Object(line, None, f"{'.'.join(key)} is null to kustomize (YAML 1.2); every Kubernetes object "
                            "needs apiVersion, kind and metadata.name")
         if what not in ("a string", "null"):
-            value = doc.scalars.get((*at, *key))
             shown = f"'{value}'" if value is not None else "a list or mapping"
-            return _Object(doc.line((*at, *key)), None, f"{'.'.join(key)} is {shown}, which kustomize (YAML 1.2) "
+            return _Object(doc.line(path), None, f"{'.'.join(key)} is {shown}, which kustomize (YAML 1.2) "
                            f"reads as {what}, not a string; quote it")
     identity = {"apiVersion": get("apiVersion"), "kind": get("kind"), "metadata.name": get("metadata", "name")}
     if any(v.startswith("ENC[") for v in [*identity.values(), get("metadata", "namespace")]):
