@@ -32,8 +32,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from bot import kustomize, units, yamlio
+from bot.breaks import builds_including
 from bot.config import Config
 from bot.errors import WaveBotError
+from bot.goyaml import MAYBE_NOT_STRING, plain_type
 from bot.kustomizations import applied_files, is_kustomization_file, read_kustomizations
 from bot.kustomize import CLUSTER_SCOPED
 from bot.model import Finding
@@ -258,6 +260,8 @@ class _Object:
 class ParsedFile:
     objects: tuple[_Object, ...]
     sops_key: bool
+    json_patch: bool = False
+    """Every document is a list, as in a JSON6902 patch."""
 
 
 class ParseCache:
@@ -276,22 +280,26 @@ class ParseCache:
         """The objects in `data`; WaveBotError (naming `path`) when it is not YAML wave-bot accepts."""
         return self._parse(blob_id(data), data, path)
 
-    def parse_at(self, tree: Tree, path: str) -> ParsedFile:
-        """The objects in the file at `path`, read only when no parse of the same blob is at hand."""
+    def parse_at(self, tree: Tree, path: str, *, unique_keys: bool = True) -> ParsedFile:
+        """The objects in the file at `path`, read only when no parse of the same blob is at hand.
+        A repeated key is refused (kustomize refuses it in a resource) unless not `unique_keys`."""
         known = known_blob_id(tree, path)
-        if known is not None and known in self._parsed:
-            return self._parsed[known]
+        key = known if unique_keys or known is None else f"{known} keys"
+        if key is not None and key in self._parsed:
+            return self._parsed[key]
         data = tree.read(path)
-        return self._parse(known or blob_id(data), data, path)
+        return self._parse(known or blob_id(data), data, path, unique_keys)
 
-    def _parse(self, key: str, data: bytes, path: str) -> ParsedFile:
+    def _parse(self, key: str, data: bytes, path: str, unique_keys: bool = True) -> ParsedFile:
+        key = key if unique_keys else f"{key} keys"  # a patch file may repeat a key: kept apart
         parsed = self._parsed.get(key)
         if parsed is None:
             self.parses += 1
-            docs = yamlio.scan(data, path, capture=_capture)
+            docs = yamlio.scan(data, path, capture=_capture, unique_keys=unique_keys)
             parsed = ParsedFile(
                 objects=tuple(obj for doc in docs if not doc.empty for obj in _objects(doc)),
                 sops_key=any(("sops",) in doc.lines for doc in docs if doc.is_mapping),
+                json_patch=bool(docs) and all(not d.is_mapping and not d.empty for d in docs),
             )
             self._parsed[key] = parsed
         return parsed
@@ -325,6 +333,19 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
         return doc.scalars.get((*at, *key), "")
 
     line = doc.lines.get((*at, "apiVersion")) or doc.line(at or ("kind",))
+    for key in _IDENTITY:  # kustomize (go-yaml) reads `name: 0755` as the number 493: no Kubernetes name
+        path = (*at, *key) if at else key
+        value = doc.scalars.get(path)
+        if value and value[0] not in MAYBE_NOT_STRING:
+            continue  # a string whatever its style: most identities, settled without a lookup more
+        what = _go_type(doc, path)
+        if what == "null" and key != ("metadata", "namespace") and value is not None:
+            return _Object(line, None, f"{'.'.join(key)} is null to kustomize (YAML 1.2); every Kubernetes object "
+                           "needs apiVersion, kind and metadata.name")
+        if what not in ("a string", "null"):
+            shown = f"'{value}'" if value is not None else "a list or mapping"
+            return _Object(doc.line(path), None, f"{'.'.join(key)} is {shown}, which kustomize (YAML 1.2) "
+                           f"reads as {what}, not a string; quote it")
     identity = {"apiVersion": get("apiVersion"), "kind": get("kind"), "metadata.name": get("metadata", "name")}
     if any(v.startswith("ENC[") for v in [*identity.values(), get("metadata", "namespace")]):
         return None  # encrypted by SOPS without an encrypted_regex: identity unknowable
@@ -342,9 +363,10 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
     prune_value = get("spec", "prune")
     if (*at, "spec", "prune") in doc.strings:
         prune_value = json.dumps(prune_value)  # `"true"` is a string to every YAML reader: shown quoted
+    namespace = get("metadata", "namespace") if _go_type(doc, (*at, "metadata", "namespace")) != "null" else ""
     return _Object(
         line=line,
-        id=ResourceId.of(identity["apiVersion"], identity["kind"], get("metadata", "namespace"),
+        id=ResourceId.of(identity["apiVersion"], identity["kind"], namespace,
                          identity["metadata.name"]),
         prune_disabled=prune in (get("metadata", "annotations", PRUNE_KEY).casefold(),
                                  get("metadata", "labels", PRUNE_KEY).casefold()),
@@ -354,6 +376,17 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
         depends_on=tuple(depends),
         prune_value=prune_value,
     )
+
+
+_IDENTITY = (("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"))
+
+
+def _go_type(doc: yamlio.DocInfo, path: yamlio.Path) -> str:
+    """What kustomize reads at `path`: a string, null (absent too), a number, ... or a collection."""
+    value = doc.scalars.get(path)
+    if value is None:
+        return "a list or mapping" if path in doc.lines else "null"
+    return "a string" if path in doc.strings else plain_type(value)
 
 
 # ---- reading a tree -----------------------------------------------------------------------------
@@ -366,20 +399,50 @@ class _Reader:
     cache: ParseCache
     problems: list[Finding] = field(default_factory=list)
 
-    def parse(self, path: str, wave: Slot | None) -> ParsedFile | None:
+    pending: list[tuple[str, int | None, str, str | None]] = field(default_factory=list)
+    """Problems of files outside the waves, until `settle` knows which builds include them."""
+
+    def parse(self, path: str, wave: Slot | None, *, patch: bool = False) -> ParsedFile | None:
         try:
-            return self.cache.parse_at(self.tree, path)
+            try:
+                return self.cache.parse_at(self.tree, path)
+            except yamlio.RepeatedKey:
+                # kustomize keeps the last value of a key repeated in a JSON6902 patch (a list)
+                parsed = self.cache.parse_at(self.tree, path, unique_keys=False) if patch else None
+                if parsed is None or not parsed.json_patch:
+                    raise
+                return parsed
         except WaveBotError as exc:
-            self.problem(path, exc.line, exc.message, wave, exc.hint)
+            if wave is None:
+                self.pending.append((path, exc.line, exc.message, exc.hint))
+            else:
+                self.problem(path, exc.line, exc.message, wave, exc.hint)
             return None
 
-    def problem(self, path: str, line: int | None, what: str, wave: Slot | None, hint: str | None = None) -> None:
-        where = f"wave {wave}" if wave is not None else "the cluster entrypoints"
+    def settle(self, flux: tuple[FluxKustomization, ...]) -> None:
+        """Report the problems of files outside the waves, each naming the builds it breaks."""
+        if not self.pending:
+            return
+        kustomizations = read_kustomizations(self.tree, clusters_dir(self.config))
+        labels = [(f"the Flux Kustomization {k.id.namespace}/{k.name} (./{d})", d)
+                  for k in flux if (d := source_dir(k)) is not None]
+        for path, line, what, hint in dict.fromkeys(self.pending):  # a file read twice is one problem
+            builds = builds_including(self.tree, self.config, kustomizations, path, labels)
+            self.problem(path, line, what, None, hint, builds)
+        self.pending.clear()
+
+    def problem(self, path: str, line: int | None, what: str, wave: Slot | None, hint: str | None = None,
+                builds: list[str] | None = None) -> None:
+        if wave is not None:
+            consequence = f"kustomize cannot build wave {wave} until it is fixed, and"
+        elif builds:
+            consequence = f"kustomize cannot build {', '.join(builds)} until it is fixed, and"
+        else:
+            consequence = "No build wave-bot knows of includes it (the base, an overlay or a Flux Kustomization), but"
         self.problems.append(Finding(
             code=INVALID_MANIFEST,
             severity="error",
-            message=f"{path}{f':{line}' if line else ''}: {what}. kustomize cannot build {where} until it "
-                    "is fixed, and wave-bot cannot check it for hazards",
+            message=f"{path}{f':{line}' if line else ''}: {what}. {consequence} wave-bot cannot check it for hazards",
             path=path,
             line=line,
             wave=wave,
@@ -412,12 +475,14 @@ def read_inventory(tree: Tree, config: Config, cache: ParseCache | None = None) 
         if entry.kind == "file" and is_yaml_name(entry.name) and not is_kustomization_file(entry.name):
             stray.append(StrayFile(f"{config.apps_dir}/{entry.name}", None))
     flux = _flux_kustomizations(reader)
+    others = _other_resources(reader, flux)
+    reader.settle(flux)
     return Inventory(
         waves=tuple(sorted(waves)),
         files=tuple(sorted(files)),
         stray=tuple(sorted(stray)),
         flux=flux,
-        others=_other_resources(reader, flux),
+        others=others,
         problems=tuple(sorted(reader.problems, key=lambda f: (f.path or "", f.line or 0))),
     )
 
@@ -603,7 +668,7 @@ def _flux_kustomizations(reader: _Reader) -> tuple[FluxKustomization, ...]:
     for path in files:
         if path in not_objects and path not in patch_files:
             continue  # kustomize's own configuration and generator inputs, never a Flux object
-        parsed = reader.parse(path, None)
+        parsed = reader.parse(path, None, patch=path in patch_files)
         for obj in parsed.objects if parsed is not None else ():
             if obj.id is None or obj.id.group != FLUX_GROUP or obj.id.kind != "Kustomization":
                 continue

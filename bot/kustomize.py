@@ -389,23 +389,36 @@ def read_bytes(tree: Tree, path: str) -> bytes:
     return data
 
 
-def _load(data: bytes, path: str) -> list[yamlio.Document]:
+def _load(data: bytes, path: str, duplicates: Literal["error", "last", "patch"] = "error") -> list[yamlio.Document]:
     """YAML documents through yamlio (its limits), with a YAML mistake as a BuildError. A repeated key
-    is Unsupported: kustomize keeps the last value in a kustomization, and in patches and resources
-    it fails or not depending on where the key is; wave-bot does not guess which."""
+    is what kustomize (v5.8) makes of it: the last value in a kustomization (`"last"`), an error in a
+    resource (`"error"`); in a patch (`"patch"`) the last value for a JSON6902 one, and Unsupported
+    for a strategic-merge one: kustomize refuses it for a built-in kind, and for a custom resource
+    (a Flux Kustomization) keeps the first value, or fails when the key sits in a part the patch adds
+    whole; wave-bot does not guess which."""
     try:
-        return [d for d in yamlio.load(data, path) if d.value is not None]
+        try:
+            return [d for d in yamlio.load(data, path, duplicates="last" if duplicates == "last" else "error")
+                    if d.value is not None]
+        except yamlio.RepeatedKey as exc:
+            if duplicates != "patch":
+                raise
+            docs = [d for d in yamlio.load(data, path, duplicates="last") if d.value is not None]
+            if len(docs) == 1 and isinstance(docs[0].value, list):
+                return docs
+            raise Unsupported(f"{exc.message} in a strategic-merge patch; kustomize keeps the first value or "
+                              "fails, depending on the object's kind and where the key is, so wave-bot does not "
+                              "evaluate it", path=exc.path, line=exc.line, hint=exc.hint) from None
+    except Unsupported:
+        raise
     except WaveBotError as exc:
-        if "duplicate key" in exc.message:
-            raise Unsupported(f"{exc.message}; wave-bot does not evaluate a file with a repeated key", path=exc.path,
-                              line=exc.line, hint="remove the repeated key") from None
         raise BuildError(exc.message, path=exc.path, line=exc.line, hint=exc.hint) from None
 
 
 def read_kustomization(tree: Tree, path: str, *, check: bool = True) -> Kustomization:
     """Parse a kustomization file and (with `check`) vet its fields the way kustomize does: an
     unknown field is a BuildError, one this evaluator does not follow is Unsupported."""
-    docs = _load(read_bytes(tree, path), path)
+    docs = _load(read_bytes(tree, path), path, duplicates="last")
     if not docs:
         raise BuildError("kustomization file is empty", path=path)
     if len(docs) > 1:
@@ -532,7 +545,7 @@ def _patch_documents(tree: Tree, kust: Kustomization, key: str, i: int, path: st
         data, label = read_bytes(tree, path), path
     else:
         data, label = str(inline).encode(), f"{kust.path} ({key}[{i}])"
-    docs = [d.value for d in _load(data, label)]
+    docs = [d.value for d in _load(data, label, duplicates="patch")]
     if not docs:
         raise BuildError(f"{key}[{i}] is an empty patch", path=kust.path, line=kust.line(key, i))
     for doc in docs:

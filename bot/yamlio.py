@@ -6,16 +6,27 @@ near the top of each document, and captures the few scalars the caller asks for.
 need nothing more (their identity and `sops:` key), which keeps `plan` cheaper than a full parse.
 Small files the bot must understand whole (catalog, config, kustomizations) are then constructed
 by ruamel's C safe loader, which knows only the YAML core tags.
+
+What is valid is what kustomize (Go: go-yaml v3 behind kyaml and sigs.k8s.io/yaml, YAML 1.2) says.
+libyaml scans YAML 1.1 and refuses some YAML 1.2 that Go reads (`[os:etcd:backup]`,
+`{url: http://a:8080/x}`: a ':' inside a flow collection). When it refuses a file, that file alone
+is read again by ruamel's pure-Python YAML 1.2 parser, and only its verdict counts; the fast path
+keeps its speed for the files libyaml reads. A repeated mapping key is kept as Go keeps it: an
+object kustomize builds (a resource, a strategic-merge patch) refuses it at any depth (go-yaml:
+`mapping key "k" already defined at line N`), a kustomization or a JSON6902 patch keeps the last
+value (sigs.k8s.io/yaml), so callers say which (`unique_keys`, `duplicates`).
 """
 from __future__ import annotations
 
 import io
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.error import MantissaNoDotYAML1_1Warning, MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
     DocumentEndEvent,
@@ -39,6 +50,15 @@ except ImportError:  # pragma: no cover
 
     def _Parser(data: bytes) -> Any:
         return _Loader(data)
+
+
+class RepeatedKey(WaveBotError):
+    """A mapping key written twice in one mapping, worded as go-yaml (and so kustomize) words it."""
+
+    def __init__(self, key: str, first: int, line: int, path: str, hint: str = "remove one of the two") -> None:
+        shown = '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        super().__init__(f"mapping key {shown} already defined at line {first}", path=path, line=line, hint=hint)
+        self.key, self.first = key, first
 
 
 _NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
@@ -156,32 +176,29 @@ def _yaml_error(exc: YAMLError, data: bytes, path: str) -> WaveBotError:
             "save it as UTF-8 text",
         )
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    duplicate = re.match(r'found duplicate key "(.*)" with value', str(problem))
-    mark = getattr(exc, "problem_mark", None)
-    if duplicate and mark is not None:
-        return _duplicate_key_error(duplicate.group(1), mark, data, path)
     context = getattr(exc, "context", None)
     text = f"{context}: {problem}" if context else str(problem)
     return _error(path, f"invalid YAML: {text}", _mark_line(exc, data))
 
 
-def _duplicate_key_error(key: str, mark: Any, data: bytes, path: str) -> WaveBotError:
-    """A repeated key with both values as written. ruamel's own message shows the values of the key
-    nodes ("[]" for both of two different lists), which hides which lines to merge."""
+def _with_values(exc: RepeatedKey, data: bytes) -> RepeatedKey:
+    """The repeated key with both values as written and how to merge them: "remove one of the two"
+    would lose one of them (a pasted `non_gating` snippet beside an existing one, say)."""
     lines = data.decode("utf-8", "replace").splitlines()
-    again, column = int(mark.line), int(mark.column)
-    prefix = re.compile(rf"\s{{{column}}}(?:\"{re.escape(key)}\"|'{re.escape(key)}'|{re.escape(key)})\s*:(?:\s|$)")
-    first = next((i for i in range(again - 1, -1, -1) if prefix.match(lines[i]) and _indent(lines[i]) == column), None)
-    if first is None:
-        return _error(path, f"invalid YAML: found duplicate key \"{key}\" in one mapping", again + 1,
-                      f"keep one \"{key}\" and merge the two values")
-    return _error(
-        path,
-        f"invalid YAML: found duplicate key \"{key}\" in one mapping: line {first + 1} gives it "
-        f"{_value_text(lines, first, column)}, line {again + 1} gives it {_value_text(lines, again, column)}",
-        again + 1,
-        f"keep the key once: merge the value of line {again + 1} into line {first + 1}'s (two lists become one list "
-        f"with the items of both) and delete the key on line {again + 1}",
+    first, again = exc.first - 1, (exc.line or 0) - 1
+    if not (0 <= first < again < len(lines)) or exc.path is None:
+        return exc
+    column = _indent(lines[again])
+    key = re.escape(exc.key)
+    block_key = re.compile(rf"\s{{{column}}}(?:\"{key}\"|'{key}'|{key})\s*:(?:\s|$)")
+    if not (block_key.match(lines[first]) and block_key.match(lines[again])):
+        return exc  # a flow mapping, or a key after a list dash: no value to show on its own line
+    return RepeatedKey(
+        exc.key, exc.first, exc.line or 0, exc.path,
+        hint=f"line {first + 1} gives it {_value_text(lines, first, column)}, line {again + 1} gives it "
+             f"{_value_text(lines, again, column)}: keep the key once, merge the value of line {again + 1} into "
+             f"line {first + 1}'s (two lists become one list with the items of both) and delete the key on line "
+             f"{again + 1}",
     )
 
 
@@ -204,7 +221,8 @@ def _value_text(lines: list[str], at: int, column: int) -> str:
 class _Frame:
     """A collection still open while scanning."""
 
-    __slots__ = ("is_map", "path", "anchor", "line", "is_key", "nodes", "index", "key", "key_line", "expect_key")
+    __slots__ = ("is_map", "path", "anchor", "line", "is_key", "nodes", "index", "key", "key_line", "expect_key",
+                 "keys")
 
     def __init__(self, is_map: bool, path: Path | None, anchor: str | None, line: int, is_key: bool) -> None:
         self.is_map = is_map
@@ -217,6 +235,7 @@ class _Frame:
         self.key: str | int = "?"
         self.key_line = line
         self.expect_key = True
+        self.keys: dict[str, int] | None = None  # scalar key -> its line, when repeated keys are refused
 
     def advance(self, was_key: bool) -> None:
         """A child node is complete: a map now wants its value (or next key), a list its next item."""
@@ -231,8 +250,9 @@ class _Scanner:
     of every manifest in the repository: it is what `plan` spends most of its time in."""
 
     def __init__(self, file: str, capture: Callable[[Path], bool] | None, line_depth: int, capture_depth: int,
-                 max_nodes: int, max_documents: int) -> None:
+                 max_nodes: int, max_documents: int, unique_keys: bool = False) -> None:
         self.file = file
+        self.unique_keys = unique_keys
         self.capture = capture
         self.line_depth = line_depth
         self.path_depth = max(line_depth, capture_depth if capture is not None else 0)
@@ -243,8 +263,11 @@ class _Scanner:
         return _error(self.file, f"YAML holds more than {self.max_nodes:,} nodes once aliases are expanded "
                       "(a 'billion laughs' bomb, or far too big a file)", line, "split the file")
 
+    def repeated(self, key: str, first: int, line: int) -> RepeatedKey:
+        return RepeatedKey(key, first, line, self.file)
+
     def run(self, parser: Any) -> list[DocInfo]:
-        capture, line_depth, path_depth = self.capture, self.line_depth, self.path_depth
+        capture, line_depth, path_depth, unique_keys = self.capture, self.line_depth, self.path_depth, self.unique_keys
         docs: list[DocInfo] = []
         stack: list[_Frame] = []
         anchors: dict[str, int] = {}
@@ -279,7 +302,10 @@ class _Scanner:
                         raise self.too_many(line)
                     if top is None:
                         root = "map" if cls is MappingStartEvent else "seq"
-                    stack.append(_Frame(cls is MappingStartEvent, path, event.anchor, line, is_key))
+                    frame = _Frame(cls is MappingStartEvent, path, event.anchor, line, is_key)
+                    if unique_keys and frame.is_map:
+                        frame.keys = {}
+                    stack.append(frame)
                     continue
                 if cls is ScalarEvent:
                     size = 1
@@ -287,9 +313,15 @@ class _Scanner:
                         anchors[event.anchor] = 1
                     if top is None:
                         null = event.implicit[0] and event.value in ("", "~", "null", "Null", "NULL")
-                        root = "empty" if null else "scalar"
+                        root = ("nothing" if event.value == "" and not event.style else "empty") if null \
+                            else "scalar"
                     elif is_key:
                         top.key, top.key_line = event.value, line
+                        keys = top.keys
+                        if keys is not None:
+                            if event.value in keys:
+                                raise self.repeated(event.value, keys[event.value], line)
+                            keys[event.value] = line
                     elif path is not None and capture is not None and capture(path):
                         scalars[path] = event.value
                         if event.implicit == (False, True) or event.tag == _STR_TAG:
@@ -323,8 +355,17 @@ class _Scanner:
                 if len(docs) >= self.max_documents:
                     raise _error(self.file, f"holds more than {self.max_documents:,} YAML documents",
                                  start_line, "split the file")
+                if getattr(event, "version", None) or getattr(event, "tags", None):
+                    # kustomize splits a file at its '---' lines itself: a directive ends up alone
+                    raise _error(self.file, "invalid YAML: did not find expected <document start> (kustomize "
+                                 "refuses a %YAML or %TAG directive)", start_line, "remove the directive line")
             elif cls is DocumentEndEvent:
-                docs.append(DocInfo(start_line, lines, scalars, root == "map", root in (None, "empty"),
+                if root == "nothing" and getattr(event, "explicit", False):
+                    # split at '---' by kustomize, the '...' stands alone, which go-yaml refuses
+                    raise _error(self.file, "invalid YAML: did not find expected node content (a '...' "
+                                 "document end after an empty document)", event.start_mark.line + 1,
+                                 "remove the '...' line")
+                docs.append(DocInfo(start_line, lines, scalars, root == "map", root in (None, "empty", "nothing"),
                                     frozenset(strings)))
         return docs
 
@@ -338,22 +379,68 @@ def scan(
     capture_depth: int = 6,
     max_nodes: int = MAX_NODES,
     max_documents: int = MAX_DOCUMENTS,
+    unique_keys: bool = False,
 ) -> list[DocInfo]:
     """Check `data` against the limits and describe each of its documents.
 
     Lines are recorded for key paths down to `line_depth`; `capture(path)` is asked for scalars down
     to `capture_depth`. Raises WaveBotError naming `path` and the line for invalid YAML, non-UTF-8
-    bytes, files over MAX_FILE_BYTES, nesting over MAX_DEPTH and alias bombs. Never constructs a
+    bytes, files over MAX_FILE_BYTES, nesting over MAX_DEPTH and alias bombs, and (`unique_keys`, as
+    kustomize reads an object) RepeatedKey for a key repeated in any mapping. Never constructs a
     Python object, so tags are not interpreted here.
     """
     _check_bytes(data, path)
+    scanner = _Scanner(path, capture, line_depth, capture_depth, max_nodes, max_documents, unique_keys)
     parser = _Parser(data)
     try:
-        return _Scanner(path, capture, line_depth, capture_depth, max_nodes, max_documents).run(parser)
+        return scanner.run(parser)
+    except RepeatedKey as exc:
+        raise _with_values(exc, data) from None
     except YAMLError as exc:
-        raise _yaml_error(exc, data, path) from None
+        if not _go_reads_more(exc):
+            raise _yaml_error(exc, data, path) from None
+        # a ':' in a flow collection: the YAML 1.2 parser decides, below
     finally:
         _dispose(parser)
+    try:
+        return scanner.run(_PureEvents(data))
+    except RepeatedKey as exc:
+        raise _with_values(exc, data) from None
+    except YAMLError as exc:  # go-yaml refuses it too, and says what the YAML 1.2 parser says
+        raise _yaml_error(exc, data, path) from None
+
+
+def _go_reads_more(exc: YAMLError) -> bool:
+    """Whether go-yaml v3 may read what libyaml refused. go-yaml is a port of libyaml and refuses what
+    it refuses, but for a ':' inside a plain scalar of a flow collection (`[os:etcd:backup]`)."""
+    return getattr(exc, "problem", None) == "found unexpected ':'"
+
+
+class _PureEvents:
+    """ruamel's pure-Python YAML 1.2 parser behind the one method `_Scanner.run` calls. ~20 times
+    slower than libyaml, so it reads only the files libyaml refuses.
+
+    go-yaml ends a plain scalar of a flow collection at a '?' (`[f?]`, `{u: http://h/p?q}` are
+    errors to kustomize); the YAML 1.2 parser reads on, so such a scalar is refused here."""
+
+    def __init__(self, data: bytes) -> None:
+        from ruamel.yaml import YAML
+
+        self._events = YAML(typ="safe", pure=True).parse(data)
+        self._open: list[tuple[bool, str]] = []  # (in a flow collection, its closing bracket)
+
+    def get_event(self) -> Any:
+        event = next(self._events)
+        cls = type(event)
+        if cls is MappingStartEvent or cls is SequenceStartEvent:
+            flow = bool(event.flow_style) or bool(self._open and self._open[-1][0])
+            self._open.append((flow, "}" if cls is MappingStartEvent else "]"))
+        elif cls is MappingEndEvent or cls is SequenceEndEvent:
+            self._open.pop()
+        elif cls is ScalarEvent and self._open and self._open[-1][0] and event.style is None and "?" in event.value:
+            raise MarkedYAMLError("while parsing a flow collection", None,
+                                  f"did not find expected ',' or '{self._open[-1][1]}'", event.start_mark)
+        return event
 
 
 def _dispose(parser: Any) -> None:
@@ -383,30 +470,93 @@ def _plainly_bounded(data: bytes) -> bool:
     return sum(data.count(i) for i in _INDICATORS) + data.count(b"[") + data.count(b"{") < MAX_DEPTH
 
 
-def load(data: bytes, path: str) -> list[Document]:
-    """Every document of `data`, constructed with the safe loader (core tags only), within the limits."""
+class _LastWins:
+    """A constructor mixin keeping the last value of a repeated key, as sigs.k8s.io/yaml does."""
+
+    def check_mapping_key(self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any) -> bool:
+        return True
+
+
+# YAML 1.1's value key `=` is a plain string to go-yaml; ruamel resolves it to a tag it cannot construct.
+_VALUE_TAG = "tag:yaml.org,2002:value"
+
+
+class _GoLoader(_Loader):
+    pass
+
+
+_GoLoader.add_constructor(_VALUE_TAG, _GoLoader.construct_yaml_str)
+
+
+class _LastWinsLoader(_LastWins, _GoLoader):
+    pass
+
+
+def _pure_yaml(last_wins: bool) -> Any:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import SafeConstructor
+
+    constructor: Any = type("GoConstructor", (_LastWins, SafeConstructor) if last_wins else (SafeConstructor,), {})
+    constructor.add_constructor(_VALUE_TAG, SafeConstructor.construct_yaml_str)
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Constructor = constructor
+    return yaml
+
+
+def _construct(data: bytes, last_wins: bool, pure: bool) -> list[Any]:
+    with warnings.catch_warnings():
+        # ruamel warns that `1e3` lacks YAML 1.1's dot; YAML 1.2 (Go's reading) needs none
+        warnings.simplefilter("ignore", MantissaNoDotYAML1_1Warning)
+        if pure:
+            return list(_pure_yaml(last_wins).load_all(data))
+        loader = (_LastWinsLoader if last_wins else _GoLoader)(data)
+        try:
+            values = []
+            while loader.check_data():
+                values.append(loader.get_data())
+            return values
+        finally:
+            _dispose(loader)
+
+
+def load(data: bytes, path: str, *, duplicates: Literal["error", "last"] = "error") -> list[Document]:
+    """Every document of `data`, constructed with the safe loader (core tags only), within the limits.
+
+    A repeated key is a RepeatedKey error (as kustomize reads an object), or with `duplicates="last"`
+    keeps its last value (as kustomize reads a kustomization or a JSON6902 patch).
+    """
     _check_bytes(data, path)
-    bounded = _plainly_bounded(data)
+    # a tiny file is not scanned first, unless it holds what the scan refuses as kustomize does
+    bounded = _plainly_bounded(data) and b"%" not in data and b"..." not in data
     lines = _Lines(data, path, None if bounded else scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100))
-    loader = _Loader(data)
-    values: list[Any] = []
-    try:
-        while loader.check_data():
-            values.append(loader.get_data())
-    except MarkedYAMLError as exc:
-        problem = str(exc.problem or "")
-        tag = re.search(r"tag '([^']*)'", problem)
-        if "could not determine a constructor" in problem and tag:
-            name = tag.group(1).replace("tag:yaml.org,2002:", "!!")
-            message = f"unsupported YAML tag {name}; wave-bot reads plain YAML only"
-            raise _error(path, message, _mark_line(exc, data)) from None
-        raise _yaml_error(exc, data, path) from None
-    except YAMLError as exc:
-        raise _yaml_error(exc, data, path) from None
-    except RecursionError:  # pragma: no cover - MAX_DEPTH keeps us far from it
-        raise _error(path, f"YAML nested more than {MAX_DEPTH} levels deep") from None
-    finally:
-        _dispose(loader)
+    last_wins, pure = duplicates == "last", False
+    while True:
+        try:
+            values = _construct(data, last_wins, pure)
+            break
+        except DuplicateKeyError:
+            # go-yaml compares keys as written ("1" and "01" differ): the scan words the error as it
+            # does, and only when it finds none does the file load keeping the last value.
+            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100, unique_keys=True)
+            last_wins = True
+        except MarkedYAMLError as exc:
+            problem = str(exc.problem or "")
+            tag = re.search(r"tag '([^']*)'", problem)
+            if "could not determine a constructor" in problem and tag:
+                name = tag.group(1).replace("tag:yaml.org,2002:", "!!")
+                message = f"unsupported YAML tag {name}; wave-bot reads plain YAML only"
+                raise _error(path, message, _mark_line(exc, data)) from None
+            if pure:
+                raise _yaml_error(exc, data, path) from None
+            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100)  # refuses what go-yaml refuses
+            pure = True  # a ':' in a flow collection: the YAML 1.2 parser decides
+        except YAMLError as exc:
+            if pure:
+                raise _yaml_error(exc, data, path) from None
+            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100)
+            pure = True
+        except RecursionError:  # pragma: no cover - MAX_DEPTH keeps us far from it
+            raise _error(path, f"YAML nested more than {MAX_DEPTH} levels deep") from None
     return [Document(value, lines, i) for i, value in enumerate(values)]
 
 
@@ -446,4 +596,4 @@ def dump(value: Any, header: str = "") -> bytes:
 
 
 __all__ = ["DocInfo", "Document", "MAX_DEPTH", "MAX_DOCUMENTS", "MAX_FILE_BYTES", "MAX_LOAD_NODES", "MAX_NODES",
-           "dump", "load", "load_one", "scan"]
+           "RepeatedKey", "dump", "load", "load_one", "scan"]

@@ -80,8 +80,9 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
     ),
     "repeated-config-key": (
         {".wave-bot.yaml": "non_gating:\n  - web\nnon_gating: [cron]\n"},
-        [".wave-bot.yaml:3:", 'found duplicate key "non_gating" in one mapping: line 1 gives it "- web", line 3 '
-         'gives it "[cron]"', "hint: keep the key once: merge the value of line 3 into line 1's"],
+        [".wave-bot.yaml:3:", 'mapping key "non_gating" already defined at line 1',
+         'hint: line 1 gives it "- web", line 3 gives it "[cron]": keep the key once, merge the value of line 3 '
+         "into line 1's"],
     ),
     "bad-dependency-item": (
         {"catalog/web.yaml": "metadata:\n  name: web\nspec:\n  dependencies:\n    - to: [api]\n"},

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 from pathlib import Path
 
 import pytest
@@ -104,9 +105,43 @@ def test_a_broken_file_under_clusters_is_a_problem_and_plain_kustomizations_are_
     ]
     [problem] = inv.problems
     assert (problem.path, problem.line, problem.wave) == ("clusters/dev/broken.yaml", 2, None)
+    # nothing builds clusters/dev (no kustomization there, no Flux Kustomization with that path)
     assert problem.message == (
         "clusters/dev/broken.yaml:2: invalid YAML: while parsing a flow node: did not find expected node content. "
-        "kustomize cannot build the cluster entrypoints until it is fixed, and wave-bot cannot check it for hazards"
+        "No build wave-bot knows of includes it (the base, an overlay or a Flux Kustomization), but wave-bot "
+        "cannot check it for hazards"
+    )
+
+
+FLUX_SYSTEM = ("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n"
+               "  namespace: flux-system\nspec:\n  prune: true\n  path: ./clusters/dev\n")
+
+
+@pytest.mark.parametrize(("listed_in", "builds"), [
+    ("clusters/base/kustomization.yaml",
+     "clusters/base, overlay clusters/dev, the Flux Kustomization flux-system/flux-system (./clusters/dev)"),
+    ("clusters/dev/kustomization.yaml",
+     "overlay clusters/dev, the Flux Kustomization flux-system/flux-system (./clusters/dev)"),
+])
+def test_a_file_kustomize_refuses_names_the_builds_that_include_it(
+    tmp_path: Path, listed_in: str, builds: str
+) -> None:
+    kustomizations = {"clusters/base/kustomization.yaml": ["cluster-vars.yaml"],
+                      "clusters/dev/kustomization.yaml": ["../base", "flux-system.yaml"]}
+    kustomizations[listed_in].append("vars.yaml")
+    write_files(tmp_path, {
+        **{path: listing(*names) for path, names in kustomizations.items()},
+        "clusters/base/cluster-vars.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-vars\n",
+        "clusters/dev/flux-system.yaml": FLUX_SYSTEM,
+        # valid YAML 1.2 (kustomize reads it), but a key is repeated: kustomize refuses the object
+        posixpath.join(posixpath.dirname(listed_in), "vars.yaml"):
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: vars\ndata: {url: http://a:8080/x}\n"
+            "data:\n  k: v\n",
+    })
+    [problem] = inventory(tmp_path).problems
+    assert problem.message == (
+        f"{posixpath.dirname(listed_in)}/vars.yaml:6: mapping key \"data\" already defined at line 5. "
+        f"kustomize cannot build {builds} until it is fixed, and wave-bot cannot check it for hazards"
     )
 
 

@@ -122,6 +122,16 @@ AGREE: dict[str, dict[str, str]] = {
             "- {op: test, path: /spec/decryption/provider, value: sops}\n",
             "{kind: Kustomization, name: apps-wave-1}")),
     },
+    # kustomize reads a kustomization and a JSON6902 patch keeping the last value of a repeated key
+    "a key repeated in the kustomization: the last wins": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(smp("apps-wave-0", DEC))
+                                                 + "patches:\n" + inline(smp("apps-wave-1", DEC))),
+    },
+    "a key repeated in a json6902 patch: the last wins": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: add, path: /spec/decryption, value: {provider: sops, provider: vault}}\n",
+            "{kind: Kustomization, name: apps-wave-1}")),
+    },
     "json6902 in JSON syntax, from a file": {
         "clusters/o/kustomization.yaml": overlay(
             "patches:\n  - path: dec.json\n    target:\n      kind: Kustomization\n      name: apps-wave-.*\n"),
@@ -303,6 +313,10 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, ../other]"),
          "clusters/other/kustomization.yaml": "resources: [w.yaml]\n", "clusters/other/w.yaml": wave(0)},
         "Kustomization flux-system/apps-wave-0 (kustomize.toolkit.fluxcd.io/v1) is added twice"),
+    "a key repeated in a resource": (
+        {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
+         "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  - {a: 1, a: 2}\n"},
+        'clusters/o/x.yaml:6: mapping key "a" already defined at line 6'),
     "missing resource": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, gone.yaml]")},
         "resources lists 'gone.yaml', which does not exist"),
@@ -349,14 +363,14 @@ def test_refused_like_kubectl(shape: str, tmp_path: Path, kubectl: Kubectl) -> N
     assert any(message in p.message for p in result.problems), result.problems
 
 
-@pytest.mark.parametrize("files", [
-    {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(smp("apps-wave-0", DEC)) + "patches: []\n")},
-    {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(smp("apps-wave-0", DEC + "\n  wait: true"
-                                                                         "\n  wait: false")))},
-], ids=["in the kustomization (kustomize: the last wins)", "in a patch"])
-def test_a_repeated_key_is_not_checked(files: dict[str, str], tmp_path: Path) -> None:
-    write_files(tmp_path, {**BASE, **files})
-    with pytest.raises(Unsupported, match=r"found duplicate key .*wave-bot does not evaluate a file with a repeated"):
+@pytest.mark.parametrize("patch", [
+    smp("apps-wave-0", DEC + "\n  wait: true\n  wait: false"),  # kustomize keeps `wait: true`
+    smp("apps-wave-0", "spec:\n  decryption: {provider: sops, provider: vault}"),  # kustomize fails
+], ids=["kept first", "refused"])
+def test_a_key_repeated_in_a_strategic_merge_patch_is_not_evaluated(patch: str, tmp_path: Path) -> None:
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(patch))})
+    with pytest.raises(Unsupported, match=r'mapping key "(wait|provider)" already defined at line \d in a '
+                       "strategic-merge patch; kustomize keeps the first value or fails"):
         build(FsTree(str(tmp_path)), "clusters/o")
 
 

@@ -58,12 +58,13 @@ def test_load_one_of_an_empty_file_is_none() -> None:
         (b"a: !!python/object/apply:os.system [echo hi]\n",
          "f.yaml:1: unsupported YAML tag !!python/object/apply:os.system"),
         (b"a: *nothing\n", "f.yaml:1: invalid YAML"),
-        (b"a: 1\na: 2\n", 'f.yaml:2: invalid YAML: found duplicate key "a" in one mapping: line 1 gives it "1", '
+        (b"a: 1\na: 2\n", 'f.yaml:2: mapping key "a" already defined at line 1\n  hint: line 1 gives it "1", '
          'line 2 gives it "2"'),
         (b"x:\n  non_gating:\n  - pihole\n  # keep\n  non_gating: [gitea-actions]\n",
-         'f.yaml:5: invalid YAML: found duplicate key "non_gating" in one mapping: line 2 gives it "- pihole", '
-         'line 5 gives it "[gitea-actions]"\n  hint: keep the key once: merge the value of line 5 into line 2\'s '
+         'f.yaml:5: mapping key "non_gating" already defined at line 2\n  hint: line 2 gives it "- pihole", '
+         'line 5 gives it "[gitea-actions]": keep the key once, merge the value of line 5 into line 2\'s '
          '(two lists become one list with the items of both) and delete the key on line 5'),
+        (b"{a: 1, a: 2}\n", 'f.yaml:1: mapping key "a" already defined at line 1\n  hint: remove one of the two'),
     ],
 )
 def test_load_errors_name_file_and_line(data: bytes, message: str) -> None:
@@ -165,3 +166,34 @@ def test_a_loader_is_freed_without_waiting_for_the_cyclic_collector() -> None:
     finally:
         if enabled:
             gc.enable()
+
+
+@pytest.mark.parametrize("data, value, scalars", [
+    (b"roles: [os:etcd:backup]\n", {"roles": ["os:etcd:backup"]}, {("roles", 0): "os:etcd:backup"}),
+    (b"data: {url: http://a:8080/x}\n", {"data": {"url": "http://a:8080/x"}}, {("data", "url"): "http://a:8080/x"}),
+])
+def test_yaml_1_2_that_libyaml_refuses_is_read_as_kustomize_reads_it(data: bytes, value: object,
+                                                                     scalars: dict[yamlio.Path, str]) -> None:
+    # libyaml (YAML 1.1) refuses a ':' inside a flow collection; go-yaml, and kubectl, read it
+    assert yamlio.load(data, "f.yaml")[0].value == value
+    (doc,) = yamlio.scan(data, "f.yaml", capture=lambda p: True, unique_keys=True)
+    assert doc.scalars == scalars
+
+
+@pytest.mark.parametrize("data, line, first, key", [
+    (b"kind: A\nkind: B\n", 2, 1, "kind"),
+    (b"a:\n  - b:\n      c: 1\n      d: 2\n      c: 3\n", 5, 3, "c"),
+    (b"a: [{x: 1, x: 2}]\n", 1, 1, "x"),
+    (b"ok: 1\n---\nk: [os:a:b]\nk: 2\n", 4, 3, "k"),  # in the YAML 1.2 fallback, in a later document
+])
+def test_a_repeated_key_at_any_depth_is_refused_as_go_yaml_words_it(data: bytes, line: int, first: int,
+                                                                    key: str) -> None:
+    with pytest.raises(yamlio.RepeatedKey) as exc:
+        yamlio.scan(data, "f.yaml", unique_keys=True)
+    assert (exc.value.line, exc.value.message) == (line, f'mapping key "{key}" already defined at line {first}')
+    yamlio.scan(data, "f.yaml")  # a kustomization is scanned without the check: kustomize keeps one value
+
+
+def test_load_can_keep_the_last_value_of_a_repeated_key_as_sigs_k8s_io_yaml_does() -> None:
+    value = yamlio.load(b"a: 1\nb: {c: 1, c: 2}\na: 3\n", "f.yaml", duplicates="last")[0].value
+    assert value == {"a": 3, "b": {"c": 2}}
