@@ -729,6 +729,38 @@ def test_turning_prune_on_with_a_move_is_an_error(example_repo: Path) -> None:
         "later-wave-move", "error")
 
 
+def test_turning_prune_off_with_a_move_is_still_an_error(example_repo: Path) -> None:
+    # Flux may reconcile the wave with its old spec (prune: true) before the root applies the new one.
+    append(example_repo, ".wave-bot.yaml", TEMPLATE_NO_PRUNE)
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate(example_repo)
+    assert "prune: false" in (example_repo / "clusters/base/apps-wave-0.yaml").read_text()
+    commit(example_repo, "stop pruning, and move gitea")
+    pvc = of(hazards(example_repo), PVC)
+    assert (pvc.code, pvc.severity) == ("later-wave-move", "error")
+
+
+def test_a_wave_whose_flux_kustomization_wave_bot_cannot_see_is_taken_as_pruning(example_repo: Path) -> None:
+    # The waves' Flux Kustomizations defined where wave-bot does not read (another repository, say):
+    # nothing says they do not prune, so moving the PVC out of wave 0 is still an error.
+    def hide_wave_kustomizations() -> None:
+        for n in range(3):
+            (example_repo / f"clusters/base/apps-wave-{n}.yaml").unlink()
+            edit(example_repo, "clusters/base/kustomization.yaml", f"  - apps-wave-{n}.yaml", "  # gone")
+
+    hide_wave_kustomizations()
+    commit(example_repo, "the waves' Flux Kustomizations live elsewhere")
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate(example_repo)
+    git(example_repo, "checkout", "-q", "HEAD", "--", "clusters")
+    git(example_repo, "clean", "-qfd", "clusters")
+    assert not (example_repo / "clusters/base/apps-wave-0.yaml").exists()
+    assert (example_repo / "apps/wave-1/gitea.yaml").is_file()
+    commit(example_repo, "gitea moves to wave 1")
+    pvc = of(hazards(example_repo), PVC)
+    assert (pvc.code, pvc.severity) == ("later-wave-move", "error")
+
+
 def test_an_object_wanted_by_wave_0_goes_with_the_namespace_wave_2_prunes(example_repo: Path) -> None:
     append(example_repo, "apps/wave-0/pihole.yaml", SHARED)
     write_files(example_repo, {"apps/wave-2/seerr-app.yaml": SHARED_NS.lstrip("-\n") + SHARED})
