@@ -146,6 +146,17 @@ def json_inline(waves: Iterable[int] = ALL) -> dict[str, str]:
     return {DEV: HEAD + KNOBS + items}
 
 
+def json_appending(index: str) -> dict[str, str]:
+    """Every wave gets decryption from a JSON6902 patch that first adds to the one-item
+    postBuild.substituteFrom list at `index` (RFC 6902: at most the list's length; `-` appends)."""
+    ops = (f"- op: add\n  path: /spec/postBuild/substituteFrom/{index}\n  value:\n    kind: ConfigMap\n"
+           "    name: extra-vars\n" + json_ops())
+    items = "".join(
+        f"  - target:\n      kind: Kustomization\n      name: apps-wave-{n}\n    patch: |\n" + indent(ops, 6)
+        for n in ALL)
+    return {DEV: HEAD + KNOBS + items}
+
+
 def json_files(waves: Iterable[int] = ALL) -> dict[str, str]:
     items = "".join(
         f"  - path: decryption/apps-wave-{n}.yaml # JSON6902\n    target:\n      kind: Kustomization\n"
@@ -241,6 +252,10 @@ SHAPES: dict[str, tuple[dict[str, str], Sequence[int], str, set[int] | None]] = 
     "path files per wave": (path_smp(), ALL, "clusters/dev", {0, 1, 2}),
     "json6902 inline": (json_inline((0, 1)), ALL, "clusters/dev", {0, 1}),
     "json6902 files": (json_files(), ALL, "clusters/dev", {0, 1, 2}),
+    "json6902 add at the end index": (json_appending("1"), ALL, "clusters/dev", {0, 1, 2}),
+    "json6902 add at the start index": (json_appending("0"), ALL, "clusters/dev", {0, 1, 2}),
+    "json6902 add with -": (json_appending("-"), ALL, "clusters/dev", {0, 1, 2}),
+    "json6902 add past the end": (json_appending("2"), ALL, "clusters/dev", None),
     "regex target covering all waves": (regex_target(), ALL, "clusters/dev", {0, 1, 2}),
     "regex target covering some waves": (regex_target("apps-wave-[01]"), ALL, "clusters/dev", {0, 1}),
     "wrong secret name": (inline_smp(secrets={1: "sops-key"}), ALL, "clusters/dev", {0, 2}),
