@@ -740,26 +740,48 @@ def test_turning_prune_off_with_a_move_is_still_an_error(example_repo: Path) -> 
     assert (pvc.code, pvc.severity) == ("later-wave-move", "error")
 
 
-def test_a_wave_whose_flux_kustomization_wave_bot_cannot_see_is_taken_as_pruning(example_repo: Path) -> None:
-    # The waves' Flux Kustomizations defined where wave-bot does not read (another repository, say):
-    # nothing says they do not prune, so moving the PVC out of wave 0 is still an error.
-    def hide_wave_kustomizations() -> None:
-        for n in range(3):
-            (example_repo / f"clusters/base/apps-wave-{n}.yaml").unlink()
-            edit(example_repo, "clusters/base/kustomization.yaml", f"  - apps-wave-{n}.yaml", "  # gone")
+def hide_wave_kustomizations(repo: Path) -> None:
+    """The waves' Flux Kustomizations defined where wave-bot does not read (another repository, say)."""
+    for n in range(3):
+        (repo / f"clusters/base/apps-wave-{n}.yaml").unlink()
+        edit(repo, "clusters/base/kustomization.yaml", f"  - apps-wave-{n}.yaml", "  # gone")
+    commit(repo, "the waves' Flux Kustomizations live elsewhere")
 
-    hide_wave_kustomizations()
-    commit(example_repo, "the waves' Flux Kustomizations live elsewhere")
+
+def regenerate_apps_only(repo: Path) -> None:
+    """`regenerate`, but the waves' Flux Kustomizations stay out of the repository."""
+    regenerate(repo)
+    git(repo, "checkout", "-q", "HEAD", "--", "clusters")
+    git(repo, "clean", "-qfd", "clusters")
+    assert not (repo / "clusters/base/apps-wave-0.yaml").exists()
+
+
+def test_a_wave_whose_flux_kustomization_wave_bot_cannot_see_is_taken_as_pruning(example_repo: Path) -> None:
+    # Nothing says the unseen waves do not prune, so moving the PVC out of wave 0 is still an error.
+    hide_wave_kustomizations(example_repo)
     add_dependency(example_repo, "gitea", "gitea-db")
-    regenerate(example_repo)
-    git(example_repo, "checkout", "-q", "HEAD", "--", "clusters")
-    git(example_repo, "clean", "-qfd", "clusters")
-    assert not (example_repo / "clusters/base/apps-wave-0.yaml").exists()
+    regenerate_apps_only(example_repo)
     assert (example_repo / "apps/wave-1/gitea.yaml").is_file()
     commit(example_repo, "gitea moves to wave 1")
     pvc = of(hazards(example_repo), PVC)
     assert (pvc.code, pvc.severity) == ("later-wave-move", "error")
 
+
+
+def test_a_move_into_a_wave_wave_bot_cannot_see_races(example_repo: Path) -> None:
+    # Nothing orders platform and the unseen apps-wave-0: platform may prune it before wave 0 adopts it.
+    hide_wave_kustomizations(example_repo)
+    config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moved\n  namespace: cnpg-system\n"
+    write_files(example_repo, {"platform/moved.yaml": config_map})
+    edit(example_repo, "platform/kustomization.yaml", "  - cnpg-system.yaml\n", "  - cnpg-system.yaml\n  - moved.yaml\n")
+    commit(example_repo, "a ConfigMap in platform")
+    git(example_repo, "mv", "platform/moved.yaml", "apps/wave-0/moved.yaml")
+    edit(example_repo, "platform/kustomization.yaml", "  - moved.yaml\n", "")
+    edit(example_repo, "apps/wave-0/kustomization.yaml", "resources:\n", "resources:\n  - moved.yaml\n")
+    commit(example_repo, "the ConfigMap moves to wave 0")
+    moved = of(hazards(example_repo), "ConfigMap cnpg-system/moved")
+    assert (moved.code, moved.severity) == ("cross-kustomization-move", "warning")
+    assert "platform and apps-wave-0 are not ordered by dependsOn, so they race" in moved.message
 
 def test_an_object_wanted_by_wave_0_goes_with_the_namespace_wave_2_prunes(example_repo: Path) -> None:
     append(example_repo, "apps/wave-0/pihole.yaml", SHARED)
