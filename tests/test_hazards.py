@@ -773,7 +773,8 @@ def test_a_move_into_a_wave_wave_bot_cannot_see_races(example_repo: Path) -> Non
     hide_wave_kustomizations(example_repo)
     config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moved\n  namespace: cnpg-system\n"
     write_files(example_repo, {"platform/moved.yaml": config_map})
-    edit(example_repo, "platform/kustomization.yaml", "  - cnpg-system.yaml\n", "  - cnpg-system.yaml\n  - moved.yaml\n")
+    edit(example_repo, "platform/kustomization.yaml", "  - cnpg-system.yaml\n",
+         "  - cnpg-system.yaml\n  - moved.yaml\n")
     commit(example_repo, "a ConfigMap in platform")
     git(example_repo, "mv", "platform/moved.yaml", "apps/wave-0/moved.yaml")
     edit(example_repo, "platform/kustomization.yaml", "  - moved.yaml\n", "")
