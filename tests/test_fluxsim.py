@@ -153,7 +153,9 @@ KINDS = st.lists(st.sampled_from(["PersistentVolumeClaim", "Namespace", "Cluster
                  max_size=2)
 PRS = ["add-dependency", "remove-dependencies", "add-service", "delete-file", "delete-catalog-entry",
        "annotate-and-move", "remove-platform", "rename-waves", "move-from-platform", "prune-on-and-move",
-       "nothing"]
+       "prune-off-and-move", "empty-waves", "nothing"]
+# The legacy `apps` Kustomization's spec.deletionPolicy ("": none): each decides what cutover step 1 sets.
+POLICIES = ["", "Delete", "WaitForTermination", "Orphan", "MirrorPrune"]
 
 
 @st.composite
@@ -171,10 +173,12 @@ def worlds(draw: st.DrawFn) -> World:
         a, b = draw(st.permutations(names))[:2]
         duplicate = (a, b)
     kinds = [k for k in PRS if (k != "move-from-platform" or in_platform) and (k != "prune-on-and-move" or
-                                                                              layout == "noprune")]
+                                                                              layout == "noprune")
+             and (k != "prune-off-and-move" or layout == "waves")]
     pr = "nothing" if layout.startswith("legacy") else draw(st.sampled_from(kinds))
+    policy = draw(st.sampled_from(POLICIES)) if layout.startswith("legacy") else ""
     return World(deps, objects, protected, layout, draw(st.booleans()), in_platform, duplicate, pr,
-                 draw(st.integers(0, 63)))
+                 draw(st.integers(0, 63)), {"policy": policy})
 
 
 def manifest(name: str, kinds: list[str], protected: bool) -> str:
@@ -189,11 +193,12 @@ def manifest(name: str, kinds: list[str], protected: bool) -> str:
     return "---\n".join(docs)
 
 
-def flux(name: str, path: str, depends: str | None = None, prune: str = "true") -> str:
+def flux(name: str, path: str, depends: str | None = None, prune: str = "true", policy: str = "") -> str:
     dep = f"  dependsOn:\n    - name: {depends}\n" if depends else ""
+    deletion = f"  deletionPolicy: {policy}\n" if policy else ""
     return (f"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n"
             f"  namespace: flux-system\nspec:\n{dep}  interval: 10m\n  path: ./{path}\n  prune: {prune}\n"
-            "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+            f"{deletion}  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
 
 
 def kustomization(*resources: str) -> str:
@@ -226,7 +231,7 @@ def base_files(w: World) -> dict[str, str]:
     files["clusters/base/platform-config.yaml"] = flux("platform-config", "platform-config", "platform")
     if w.layout.startswith("legacy"):
         prune = "true" if w.layout == "legacy-prune" else "false"
-        files["clusters/base/apps.yaml"] = flux("apps", "apps", "platform-config", prune)
+        files["clusters/base/apps.yaml"] = flux("apps", "apps", "platform-config", prune, w.extra["policy"])
         resources.append("apps.yaml")
         if w.legacy_kustomization:
             apps = sorted(f"{n}.yaml" for n in w.objects if n != w.in_platform)
@@ -234,9 +239,12 @@ def base_files(w: World) -> dict[str, str]:
     files["clusters/base/kustomization.yaml"] = kustomization(*resources)
     files["clusters/dev/kustomization.yaml"] = kustomization("../base")
     if w.layout == "noprune":
-        files[".wave-bot.yaml"] = ("kustomization_template:\n  spec:\n    interval: 10m\n    prune: false\n"
-                                   "    sourceRef: {kind: GitRepository, name: flux-system}\n")
+        files[".wave-bot.yaml"] = NO_PRUNE
     return files
+
+
+NO_PRUNE = ("kustomization_template:\n  spec:\n    interval: 10m\n    prune: false\n"
+            "    sourceRef: {kind: GitRepository, name: flux-system}\n")
 
 
 def make_base(w: World, root: Path) -> None:
@@ -302,6 +310,14 @@ def make_pr(w: World, root: Path) -> str:
     elif w.pr == "prune-on-and-move" and t != o:
         (root / ".wave-bot.yaml").write_text("")  # back to the built-in template: prune: true
         write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t], o)})
+    elif w.pr == "prune-off-and-move" and t != o:
+        # Flux may still reconcile the wave with its old spec (prune: true) and delete what moved.
+        (root / ".wave-bot.yaml").write_text(NO_PRUNE)
+        write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t], o)})
+    elif w.pr == "empty-waves" and any(w.deps.values()):
+        for n in w.deps:  # every service in wave 0: every deeper wave is emptied at once
+            w.deps[n] = []
+            write_files(root, {f"catalog/{n}.yaml": service(n)})
     elif w.layout.startswith("legacy"):
         done = f"cutover step {1 if w.layout == 'legacy-prune' else 2}"
     else:
@@ -373,6 +389,25 @@ def test_every_deletion_flux_performs_has_a_finding_and_no_error_is_a_false_alar
         COUNTER["deleting"] += bool(outcome.deletions)
         KINDS_SEEN[kind] = KINDS_SEEN.get(kind, 0) + 1
         check_findings(outcome.deletions, report["findings"], outcome.finalizer_deleted)
+        if kind.startswith("cutover step") or kind == "empty-waves":
+            next_pull_request(root, kind, head)
+
+
+def next_pull_request(root: Path, kind: str, before: dict[str, bytes]) -> None:
+    """The change merged and reconciled, wave-bot runs on the next pull request (no change of its
+    own): the cutover moves on to step 2, the emptied waves go, and neither deletes anything unreported."""
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", "merged and reconciled")
+    code, report = cli(root, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0, report
+    after = files_of(root)
+    outcome = simulate(before, after)
+    check_findings(outcome.deletions, report["findings"], outcome.finalizer_deleted)
+    if kind.startswith("cutover step"):
+        assert "clusters/base/apps.yaml" not in after, f"still no step 2 after {kind}: {report['findings']}"
+    else:
+        empty = sorted(p for p, data in after.items() if p.startswith("apps/wave-") and b"resources: []" in data)
+        assert not empty, f"emptied waves kept after they were reconciled: {empty}"
 
 
 @pytest.fixture(scope="module", autouse=True)
