@@ -449,11 +449,12 @@ def test_removing_a_kustomization_that_orphans_is_safe(example_repo: Path, spec:
     assert hazards(repo) == []
 
 
-def test_deletion_policy_delete_deletes_even_without_prune(example_repo: Path) -> None:
-    repo = retire_legacy_apps(example_repo, "  prune: false\n  deletionPolicy: Delete\n")
+@pytest.mark.parametrize("policy", ["Delete", "WaitForTermination"])
+def test_deletion_policy_delete_deletes_even_without_prune(example_repo: Path, policy: str) -> None:
+    repo = retire_legacy_apps(example_repo, f"  prune: false\n  deletionPolicy: {policy}\n")
     [finding] = hazards(repo)
     assert finding.code == "kustomization-removed" and finding.fix == ORPHAN_SNIPPET
-    assert "has spec.deletionPolicy: Delete and this change removes it" in finding.message
+    assert f"has spec.deletionPolicy: {policy} and this change removes it" in finding.message
     assert ("1. merge a change that only sets spec.deletionPolicy: Orphan on apps; 2. wait until it has reconciled "
             "(kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.deletionPolicy}' prints Orphan)"
             ) in finding.message

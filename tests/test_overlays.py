@@ -146,11 +146,13 @@ def json_inline(waves: Iterable[int] = ALL) -> dict[str, str]:
     return {DEV: HEAD + KNOBS + items}
 
 
-def json_appending(index: str) -> dict[str, str]:
-    """Every wave gets decryption from a JSON6902 patch that first adds to the one-item
-    postBuild.substituteFrom list at `index` (RFC 6902: at most the list's length; `-` appends)."""
-    ops = (f"- op: add\n  path: /spec/postBuild/substituteFrom/{index}\n  value:\n    kind: ConfigMap\n"
-           "    name: extra-vars\n" + json_ops())
+def json_appending(index: str, op: str = "add") -> dict[str, str]:
+    """Every wave gets decryption from a JSON6902 patch that first applies `op` to the one-item
+    postBuild.substituteFrom list at `index` (RFC 6902: add at most at the list's length, `-`
+    appends; the other ops only at an existing index)."""
+    value = "  value:\n    kind: ConfigMap\n    name: " + ("cluster-vars\n" if op == "test" else "extra-vars\n")
+    ops = f"- op: {op}\n  path: /spec/postBuild/substituteFrom/{index}\n" + ("" if op == "remove" else value) \
+        + json_ops()
     items = "".join(
         f"  - target:\n      kind: Kustomization\n      name: apps-wave-{n}\n    patch: |\n" + indent(ops, 6)
         for n in ALL)
@@ -256,6 +258,10 @@ SHAPES: dict[str, tuple[dict[str, str], Sequence[int], str, set[int] | None]] = 
     "json6902 add at the start index": (json_appending("0"), ALL, "clusters/dev", {0, 1, 2}),
     "json6902 add with -": (json_appending("-"), ALL, "clusters/dev", {0, 1, 2}),
     "json6902 add past the end": (json_appending("2"), ALL, "clusters/dev", None),
+    "json6902 test of a list item": (json_appending("0", "test"), ALL, "clusters/dev", {0, 1, 2}),
+    "json6902 replace at the end index": (json_appending("1", "replace"), ALL, "clusters/dev", None),
+    "json6902 remove at the end index": (json_appending("1", "remove"), ALL, "clusters/dev", None),
+    "json6902 remove the last item": (json_appending("0", "remove"), ALL, "clusters/dev", {0, 1, 2}),
     "regex target covering all waves": (regex_target(), ALL, "clusters/dev", {0, 1, 2}),
     "regex target covering some waves": (regex_target("apps-wave-[01]"), ALL, "clusters/dev", {0, 1}),
     "wrong secret name": (inline_smp(secrets={1: "sops-key"}), ALL, "clusters/dev", {0, 2}),
