@@ -388,12 +388,17 @@ def test_other_build_errors(tmp_path: Path) -> None:
     root = make(tmp_path, {DEV: HEAD + "patches:\n  - target: {name: apps-wave-0}\n    patch: |\n"
                                   "      - {op: remove, path: /spec/decryption}\n"})
     build_error = [f for f in findings(root) if f.code == "overlay-build-error"]
+    # An error (check fails) on the overlay, at the patch's own line (8: `- target:`).
+    assert (build_error[0].severity, build_error[0].overlay, build_error[0].path, build_error[0].line) == (
+        "error", "clusters/dev", DEV, 8)
     assert build_error[0].message == (
         "clusters/dev: kustomize cannot build it: clusters/dev/kustomization.yaml patches[0]: JSON6902 patch on "
         "Kustomization flux-system/apps-wave-0 (kustomize.toolkit.fluxcd.io/v1) fails: Unable to remove "
         "nonexistent key: decryption")
     root = make(tmp_path / "b", {DEV: HEAD + "bogus: 1\n"})
     (finding,) = findings(root)
+    assert (finding.code, finding.severity, finding.overlay, finding.path, finding.line) == (
+        "overlay-build-error", "error", "clusters/dev", DEV, 7)
     assert finding.message == ("clusters/dev: kustomize cannot build it, so Flux applies nothing from it: "
                                "clusters/dev/kustomization.yaml:7: unknown field 'bogus': kustomize rejects this "
                                "kustomization")
