@@ -769,10 +769,12 @@ def test_a_wave_whose_flux_kustomization_wave_bot_cannot_see_is_taken_as_pruning
 
 
 
-def test_a_move_into_a_wave_wave_bot_cannot_see_races(example_repo: Path) -> None:
+@pytest.mark.parametrize("protected", [False, True])
+def test_a_move_into_a_wave_wave_bot_cannot_see_races(example_repo: Path, protected: bool) -> None:
     # Nothing orders platform and the unseen apps-wave-0: platform may prune it before wave 0 adopts it.
     hide_wave_kustomizations(example_repo)
-    config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moved\n  namespace: cnpg-system\n"
+    config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moved\n  namespace: cnpg-system\n" + (
+        ANNOTATION if protected else "")
     write_files(example_repo, {"platform/moved.yaml": config_map})
     edit(example_repo, "platform/kustomization.yaml", "  - cnpg-system.yaml\n",
          "  - cnpg-system.yaml\n  - moved.yaml\n")
@@ -782,8 +784,14 @@ def test_a_move_into_a_wave_wave_bot_cannot_see_races(example_repo: Path) -> Non
     edit(example_repo, "apps/wave-0/kustomization.yaml", "resources:\n", "resources:\n  - moved.yaml\n")
     commit(example_repo, "the ConfigMap moves to wave 0")
     moved = of(hazards(example_repo), "ConfigMap cnpg-system/moved")
-    assert (moved.code, moved.severity) == ("cross-kustomization-move", "warning")
-    assert "platform and apps-wave-0 are not ordered by dependsOn, so they race" in moved.message
+    assert (moved.code, moved.severity, moved.path, moved.line, moved.wave) == (
+        "cross-kustomization-move", "info" if protected else "warning", "apps/wave-0/moved.yaml", 1, 0)
+    if protected:
+        assert "so platform leaves it in place and apps-wave-0 adopts it" in moved.message and moved.fix is None
+    else:
+        assert ("platform and apps-wave-0 are not ordered by dependsOn, so they race: if platform reconciles first, "
+                "it deletes it before it is adopted") in moved.message
+        assert "it is missing in between (a restart" in moved.message and moved.fix == PRUNE_SNIPPET
 
 def test_an_object_wanted_by_wave_0_goes_with_the_namespace_wave_2_prunes(example_repo: Path) -> None:
     append(example_repo, "apps/wave-0/pihole.yaml", SHARED)
