@@ -769,6 +769,19 @@ def test_a_wave_whose_flux_kustomization_wave_bot_cannot_see_is_taken_as_pruning
 
 
 
+def test_a_wave_unseen_at_base_is_taken_as_pruning_whatever_its_new_spec_says(example_repo: Path) -> None:
+    # Found by fluxsim: the waves' Kustomizations come into view with prune: false in the same change
+    # as the move (wave-bot writes them), but the deployed ones, unseen, may still prune.
+    hide_wave_kustomizations(example_repo)
+    append(example_repo, ".wave-bot.yaml", TEMPLATE_NO_PRUNE)
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate(example_repo)
+    assert "prune: false" in (example_repo / "clusters/base/apps-wave-0.yaml").read_text()
+    commit(example_repo, "the waves come into view, not pruning, and gitea moves")
+    pvc = of(hazards(example_repo), PVC)
+    assert (pvc.code, pvc.severity) == ("later-wave-move", "error")
+
+
 @pytest.mark.parametrize("protected", [False, True])
 def test_a_move_into_a_wave_wave_bot_cannot_see_races(example_repo: Path, protected: bool) -> None:
     # Nothing orders platform and the unseen apps-wave-0: platform may prune it before wave 0 adopts it.
