@@ -153,7 +153,7 @@ KINDS = st.lists(st.sampled_from(["PersistentVolumeClaim", "Namespace", "Cluster
                  max_size=2)
 PRS = ["add-dependency", "remove-dependencies", "add-service", "delete-file", "delete-catalog-entry",
        "annotate-and-move", "remove-platform", "rename-waves", "move-from-platform", "prune-on-and-move",
-       "prune-off-and-move", "prune-off-and-move", "empty-waves", "empty-waves", "nothing"]
+       "prune-off-and-move", "prune-off-and-move", *["empty-waves"] * 4, "nothing"]
 # The legacy `apps` Kustomization's spec.deletionPolicy ("": none): each decides what cutover step 1 sets.
 POLICIES = ["", "Delete", "WaitForTermination", "Orphan", "MirrorPrune"]
 
