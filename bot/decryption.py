@@ -123,7 +123,10 @@ def controller_keys(model: Kustomizations, cluster_dir: str) -> list[tuple[str, 
 
 
 def _within(path: str, directory: str) -> bool:
-    return not directory or path.startswith(directory + "/")
+    """Whether `path` (as the model spells it, normalised) is under `directory`, however that is
+    spelt: a whole path component, so clusters/dev-2 is not under clusters/dev."""
+    directory = posixpath.normpath(directory) if directory else "."
+    return directory == "." or path.startswith(directory + "/")
 
 
 def _patches_controller(use: PatchUse) -> bool:

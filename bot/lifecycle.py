@@ -93,6 +93,14 @@ def cutover(tree_flux: Sequence[FluxKustomization], base_inventory: Inventory | 
     return Cutover(legacy, 2 if releases else 1, where, releases)
 
 
+def _release_setting(legacy: FluxKustomization) -> tuple[str, str]:
+    """The one spec field (and value) that makes deleting `legacy` delete nothing: with these
+    policies the finalizer deletes whatever spec.prune says, so only Orphan releases."""
+    if legacy.deletion_policy in ("Delete", "WaitForTermination"):
+        return "deletionPolicy", "Orphan"
+    return "prune", "false"
+
+
 def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
     """Step 1's only edit: `prune: false` (or `deletionPolicy: Orphan`) on the legacy Kustomization.
 
@@ -106,10 +114,7 @@ def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
     doc = next(d for d in docs if isinstance(d.value, dict)
                and (d.value.get("metadata") or {}).get("name") == legacy.name)
     spec = doc.value.get("spec") or {}
-    if legacy.deletion_policy in ("Delete", "WaitForTermination"):
-        key, value = "deletionPolicy", "Orphan"
-    else:
-        key, value = "prune", "false"
+    key, value = _release_setting(legacy)
     lines = data.decode().splitlines(keepends=True)
     at = doc.info.line(("spec", key)) - 1
     edited = re.sub(rf"^(\s*{key}:\s*)([^\s#]+|\"[^\"]*\"|'[^']*')", rf"\g<1>{value}", lines[at], count=1)
@@ -170,8 +175,9 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
     name, ns = c.legacy.name, c.legacy.id.namespace or "flux-system"
     stateful = stateful_objects(inventory, c.legacy, config)
     owned = sum(1 for o in inventory.others if o.owner == name)
-    setting = "prune: false" if c.legacy.deletion_policy not in ("Delete", "WaitForTermination") \
-        else "deletionPolicy: Orphan"
+    key, value = _release_setting(c.legacy)
+    setting = f"{key}: {value}"
+    deployed_with = "prune: true" if key == "prune" else f"deletionPolicy: {c.legacy.deletion_policy}"
     annotate = "\n".join(
         f"kubectl{f' -n {o.id.namespace}' if o.id.namespace else ''} annotate "
         f"{o.id.kind.lower()}{'.' + o.id.group if o.id.group else ''}/{o.id.name} {PRUNE_KEY}={PRUNE_DISABLED}"
@@ -186,12 +192,12 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
     return Finding(
         code="cutover-step-1",
         severity="warning",
-        message=f"cutover step 1 of 2: {ns}/{name} ({c.legacy.path}:{c.legacy.line}) is deployed with prune: true "
+        message=f"cutover step 1 of 2: {ns}/{name} ({c.legacy.path}:{c.legacy.line}) is deployed with {deployed_with} "
                 f"(according to {c.deployed}). Splitting the app tier removes it, and deleting a Kustomization "
                 f"that prunes deletes everything it still owns ({owned} object(s) here; the stateful ones: {listed}). "
                 f"So this change only sets `{setting}` on it, and nothing moves. Next: merge "
                 f"it, wait until it has reconciled (`flux get kustomization {name}`; `kubectl -n {ns} get "
-                f"kustomization {name} -o jsonpath='{{.spec.prune}}'` prints false), then run wave-bot again "
+                f"kustomization {name} -o jsonpath='{{.spec.{key}}}'` prints {value}), then run wave-bot again "
                 "(push to this branch, re-run the workflow, or `wave-bot apply --base <the deployed revision> "
                 f"--fix-overlays`): step 2 splits the app tier into {into}. Optionally protect the stateful "
                 "objects meanwhile with the commands in the fix",

@@ -96,12 +96,14 @@ def may_prune(base: Ownership, now: Ownership, name: str) -> bool:
     """Whether `name` may garbage-collect when it reconciles the new revision.
 
     It may reconcile it with its old spec or its new one (the root applying the new spec races with
-    it), so either pruning counts. A Kustomization unknown at both revisions is taken as pruning.
+    it), so either pruning counts. A Kustomization unknown at base is taken as pruning whatever its
+    new spec says: it applied the object there from a definition wave-bot cannot see (another
+    repository, a directory it does not read), so nothing shows that old spec does not prune.
     """
     old, new = base.prunes(name), now.prunes(name)
-    if old is None and new is None:
+    if old is None:
         return True
-    return bool(old) or bool(new)
+    return old or bool(new)
 
 
 __all__ = ["Copy", "Ownership", "may_prune", "ownership", "source_dir", "wave_of"]

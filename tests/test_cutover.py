@@ -174,6 +174,46 @@ def test_without_base_the_work_tree_is_taken_as_deployed(flat_repo: Path, capsys
     assert "according to the work tree (no --base given, so it is taken as deployed)" in step["message"]
 
 
+@pytest.mark.parametrize("policy", ["WaitForTermination", "Delete"])
+def test_step_1_orphans_a_legacy_kustomization_whose_deletion_policy_always_prunes(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], policy: str
+) -> None:
+    # With these policies the finalizer deletes everything whatever spec.prune says: only Orphan
+    # releases the objects, so step 1 must change that line and tell the user to check that one.
+    apps = flat_repo / "clusters/base/apps.yaml"
+    apps.write_text(apps.read_text().replace("  prune: true\n", f"  prune: true\n  deletionPolicy: {policy}\n"))
+    git(flat_repo, "commit", "-q", "-am", f"apps: deletionPolicy {policy}")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
+    diff = git(flat_repo, "diff", "-U0", "--", "clusters/base/apps.yaml")
+    assert [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
+        f"-  deletionPolicy: {policy}", "+  deletionPolicy: Orphan"]
+    (step,) = by_code(out, "cutover-step-1")
+    assert f"is deployed with deletionPolicy: {policy}" in step["message"]
+    assert "this change only sets `deletionPolicy: Orphan` on it" in step["message"]
+    assert "jsonpath='{.spec.deletionPolicy}'` prints Orphan" in step["message"]
+    assert ".spec.prune" not in step["message"]
+
+
+@pytest.mark.parametrize("policy", ["Orphan", "MirrorPrune"])
+def test_a_legacy_kustomization_released_by_its_deletion_policy_goes_straight_to_step_2(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], policy: str
+) -> None:
+    # Orphan releases whatever prune says; MirrorPrune follows prune (true here), so it needs step 1.
+    apps = flat_repo / "clusters/base/apps.yaml"
+    apps.write_text(apps.read_text().replace("  prune: true\n", f"  prune: true\n  deletionPolicy: {policy}\n"))
+    git(flat_repo, "commit", "-q", "-am", f"apps: deletionPolicy {policy}")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    if policy == "Orphan":
+        assert by_code(out, "cutover-step-2") and not by_code(out, "cutover-step-1")
+        assert not (flat_repo / "clusters/base/apps.yaml").exists()
+    else:
+        assert by_code(out, "cutover-step-1")
+        assert out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
+        assert "+  prune: false" in git(flat_repo, "diff", "-U0", "--", "clusters/base/apps.yaml").splitlines()
+
+
 def test_step_2_splits_everything_once_step_1_is_deployed(
     flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
 ) -> None:
@@ -201,6 +241,10 @@ def test_step_2_splits_everything_once_step_1_is_deployed(
     base = (flat_repo / "clusters/base/kustomization.yaml").read_text()
     assert "apps.yaml" not in base.replace("apps-wave-", "") and "- apps-wave-2.yaml" in base
     assert "# App tier, split into dependency-ordered WAVES." in base  # comments kept
+    # Each wave's line, rewritten from the legacy one, says what that wave really depends on.
+    assert [line for line in base.splitlines() if "-> ./apps/" in line] == [
+        f"  - apps-wave-{n}.yaml # Flux Kustomization -> ./apps/wave-{n} (dependsOn {dep})"
+        for n, dep in enumerate(["platform-config", "apps-wave-0", "apps-wave-1"])]
     git(flat_repo, "add", "-A")
     git(flat_repo, "commit", "-q", "-m", "step 2: the split")
     code, after = run(flat_repo, capsys, "check", "--base", "HEAD~1")

@@ -75,3 +75,31 @@ def test_a_patch_of_another_deployment_says_nothing(tmp_path: Path) -> None:
         "labelSelector: app.kubernetes.io/component=kustomize-controller", "name: helm-controller")})
     model = read_kustomizations(FsTree(str(tmp_path)), "clusters")
     assert rule_for(Config(), model, "clusters/dev") == configured_rule(Config())
+
+
+@pytest.mark.parametrize("sibling", ["clusters/dev-2", "clusters/dev2", "clusters/dev.old", "clusters/devel"])
+@pytest.mark.parametrize("asked", ["clusters/dev", "clusters/dev/", "./clusters/dev"])
+def test_a_sibling_directory_sharing_the_clusters_name_is_another_cluster(
+    sibling: str, asked: str, tmp_path: Path
+) -> None:
+    # Only patches under the cluster's own directory set its controller's key; a sibling whose name
+    # merely starts the same (dev-2 beside dev) is another cluster, whatever the model covers.
+    write_files(tmp_path, {f"{sibling}/flux-system/kustomization.yaml": FLUX_SYSTEM,
+                           f"{sibling}/flux-system/gotk-components.yaml": "# flux install\n",
+                           "clusters/dev/kustomization.yaml": "resources: [../base]\n"})
+    model = read_kustomizations(FsTree(str(tmp_path)), "clusters")
+    assert rule_for(Config(), model, asked) == configured_rule(Config())
+    other = rule_for(Config(), model, sibling)
+    assert other.secrets == ("sops-age", "cluster-key")
+    assert other.source == f"kustomize-controller --sops-age-secret=cluster-key in {sibling}/flux-system/" \
+        "kustomization.yaml"
+
+
+@pytest.mark.parametrize("asked", ["clusters/dev", "clusters/dev/", "./clusters/dev"])
+def test_the_clusters_own_patch_is_found_however_its_directory_is_spelt(asked: str, tmp_path: Path) -> None:
+    write_files(tmp_path, {"clusters/dev/flux-system/kustomization.yaml": FLUX_SYSTEM,
+                           "clusters/dev/flux-system/gotk-components.yaml": "# flux install\n",
+                           "clusters/dev-2/flux-system/kustomization.yaml": FLUX_SYSTEM.replace("cluster-key", "dev-2"),
+                           "clusters/dev-2/flux-system/gotk-components.yaml": "# flux install\n"})
+    model = read_kustomizations(FsTree(str(tmp_path)), "clusters")
+    assert rule_for(Config(), model, asked).secrets == ("sops-age", "cluster-key")

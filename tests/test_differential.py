@@ -4,7 +4,8 @@ Each generated repository holds a base of three waves, a few components, OVERLAY
 the base or on an earlier overlay) and a Flux Kustomization that builds the base or an overlay with
 `spec.patches`/`spec.components`. Every patch form and target selector appears: strategic merge
 (inline, file, legacy patchesStrategicMerge, with or without a target), JSON6902 (inline, file,
-legacy patchesJson6902), targets by name (literal, regex, RE2-only syntax), group, version, kind,
+legacy patchesJson6902; on a list, at every index including its end and past it), targets by name
+(literal, regex, RE2-only syntax), group, version, kind,
 namespace, label and annotation selectors; `namespace`, `commonLabels`, `labels`, `$patch: delete`,
 `decryption: null`, components, overlays of overlays, and `decryption_secret: null`.
 
@@ -48,7 +49,8 @@ KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 
 def wave_cr(n: int, decryption: dict[str, Any] | None) -> dict[str, Any]:
     spec: dict[str, Any] = {"interval": "10m", "path": f"./apps/wave-{n}", "prune": True,
-                            "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}
+                            "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+                            "postBuild": {"substituteFrom": list(SUBSTITUTE_FROM)}}
     if decryption is not None:
         spec["decryption"] = decryption
     return {"apiVersion": f"{FLUX}/v1", "kind": "Kustomization",
@@ -81,10 +83,27 @@ spec_bodies = st.one_of(
     st.just({"spec": {"decryption": {"$patch": "replace", "provider": "sops"}}}),
     st.just({"$patch": "delete"}),  # rare: every later patch naming the object then fails
 )
+# A two-item list in every wave, for JSON6902 paths at each index: 0, 1, the end (2: only `add` may
+# insert there), past it (3) and `-`; RFC 6902 and kustomize decide which ops apply where.
+SUBSTITUTE_FROM = ({"kind": "ConfigMap", "name": "vars-a"}, {"kind": "ConfigMap", "name": "vars-b"})
+_LIST = "/spec/postBuild/substituteFrom"
+
+
+def _list_op(op: str, index: str) -> dict[str, Any]:
+    path = f"{_LIST}/{index}"
+    if op == "test":
+        return {"op": "test", "path": path, "value": SUBSTITUTE_FROM[int(index) % 2] if index.isdigit() else None}
+    if op in ("copy", "move"):
+        return {"op": op, "from": f"{_LIST}/{int(index == '0')}", "path": path}
+    return {"op": op, "path": path, **({} if op == "remove" else {"value": {"kind": "Secret", "name": "extra"}})}
+
+
+_LIST_OP = st.builds(_list_op, st.sampled_from(["add", "add", "replace", "remove", "test", "copy", "move"]),
+                     st.sampled_from(["0", "1", "2", "2", "3", "-"]))
 _ADD_DECRYPTION = st.sampled_from(DECRYPTIONS).map(lambda d: {"op": "add", "path": "/spec/decryption", "value": d})
 # Ops that fail where there is no decryption yet are rarer, or most generated overlays would not build.
 json_ops = st.lists(st.one_of(
-    _ADD_DECRYPTION, _ADD_DECRYPTION, _ADD_DECRYPTION,
+    _ADD_DECRYPTION, _ADD_DECRYPTION, _ADD_DECRYPTION, _LIST_OP,
     st.just({"op": "add", "path": "/spec", "value": {"prune": True, "decryption": GOOD}}),
     st.just({"op": "test", "path": "/spec/prune", "value": True}),
     st.just({"op": "add", "path": "/metadata/labels/extra", "value": "x"}),

@@ -187,9 +187,11 @@ KINDS = st.lists(st.sampled_from(["PersistentVolumeClaim", "Namespace", "Cluster
                  max_size=2)
 PRS = ["add-dependency", "remove-dependencies", "add-service", "delete-file", "delete-catalog-entry",
        "annotate-and-move", "remove-platform", "rename-waves", "move-from-platform", "prune-on-and-move",
-       "nothing", "move-owner", "delete-owner"]
+       "prune-off-and-move", "prune-off-and-move", *["empty-waves"] * 4, "nothing", "move-owner", "delete-owner"]
 """move-owner / delete-owner: add-dependency (moving it to a later wave) / delete-file on a unit that is an
 owner (nothing when the world has none)."""
+# The legacy `apps` Kustomization's spec.deletionPolicy ("": none): each decides what cutover step 1 sets.
+POLICIES = ["", "Delete", "WaitForTermination", "Orphan", "MirrorPrune"]
 
 
 @st.composite
@@ -207,10 +209,16 @@ def worlds(draw: st.DrawFn) -> World:
         a, b = draw(st.permutations(names))[:2]
         duplicate = (a, b)
     kinds = [k for k in PRS if (k != "move-from-platform" or in_platform) and (k != "prune-on-and-move" or
-                                                                              layout == "noprune")]
+                                                                              layout == "noprune")
+             and (k != "prune-off-and-move" or layout == "waves")]
+    # About a quarter of the wave layouts (sampled_from draws evenly; integers favour 0).
+    hidden = layout == "waves" and draw(st.sampled_from([False, False, False, True]))
+    if hidden:  # wave-bot cannot remove or rename waves it cannot see: not these changes
+        kinds = [k for k in kinds if k not in ("rename-waves", "empty-waves", "remove-platform")]
     pr = "nothing" if layout.startswith("legacy") else draw(st.sampled_from(kinds))
+    policy = draw(st.sampled_from(POLICIES)) if layout.startswith("legacy") else ""
     w = World(deps, objects, protected, layout, draw(st.booleans()), in_platform, duplicate, pr,
-              draw(st.integers(0, 63)))
+              draw(st.integers(0, 63)), {"policy": policy, "hidden": hidden})
     # Owners only where the rest of the world leaves them alone: wave-bot does not read what the
     # platform Kustomization's nested owners apply, nor a child's objects defined twice.
     plain = {in_platform, *(duplicate or ())}
@@ -254,11 +262,12 @@ def manifest(name: str, kinds: list[str], protected: bool) -> str:
     return "---\n".join(docs)
 
 
-def flux(name: str, path: str, depends: str | None = None, prune: str = "true") -> str:
+def flux(name: str, path: str, depends: str | None = None, prune: str = "true", policy: str = "") -> str:
     dep = f"  dependsOn:\n    - name: {depends}\n" if depends else ""
+    deletion = f"  deletionPolicy: {policy}\n" if policy else ""
     return (f"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n"
             f"  namespace: flux-system\nspec:\n{dep}  interval: 10m\n  path: ./{path}\n  prune: {prune}\n"
-            "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+            f"{deletion}  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
 
 
 def kustomization(*resources: str) -> str:
@@ -291,7 +300,7 @@ def base_files(w: World) -> dict[str, str]:
     files["clusters/base/platform-config.yaml"] = flux("platform-config", "platform-config", "platform")
     if w.layout.startswith("legacy"):
         prune = "true" if w.layout == "legacy-prune" else "false"
-        files["clusters/base/apps.yaml"] = flux("apps", "apps", "platform-config", prune)
+        files["clusters/base/apps.yaml"] = flux("apps", "apps", "platform-config", prune, w.extra["policy"])
         resources.append("apps.yaml")
         if w.legacy_kustomization:
             apps = sorted(f"{n}.yaml" for n in w.objects if n != w.in_platform)
@@ -299,9 +308,34 @@ def base_files(w: World) -> dict[str, str]:
     files["clusters/base/kustomization.yaml"] = kustomization(*resources)
     files["clusters/dev/kustomization.yaml"] = kustomization("../base")
     if w.layout == "noprune":
-        files[".wave-bot.yaml"] = ("kustomization_template:\n  spec:\n    interval: 10m\n    prune: false\n"
-                                   "    sourceRef: {kind: GitRepository, name: flux-system}\n")
+        files[".wave-bot.yaml"] = NO_PRUNE
     return files
+
+
+NO_PRUNE = ("kustomization_template:\n  spec:\n    interval: 10m\n    prune: false\n"
+            "    sourceRef: {kind: GitRepository, name: flux-system}\n")
+
+
+ROOT_FILES = {"kustomization.yaml", "platform.yaml", "platform-config.yaml", "apps.yaml"}
+
+
+def hide_waves(w: World, root: Path) -> None:
+    """For a world whose waves' Flux Kustomizations live outside clusters/ (where wave-bot never
+    reads), as if kept by hand in another directory: what wave-bot just wrote there moves to flux/,
+    and the root lists it from there. Flux (the model) still applies them."""
+    if not w.extra.get("hidden"):
+        return
+    base = root / "clusters/base"
+    moved = sorted(p.name for p in base.glob("*.yaml") if p.name not in ROOT_FILES)
+    (root / "flux").mkdir(exist_ok=True)
+    for name in moved:
+        (base / name).replace(root / "flux" / name)
+    listed = [line for line in (base / "kustomization.yaml").read_text().splitlines(keepends=True)
+              if line.strip().removeprefix("- ").split(" ")[0] not in moved]
+    hidden = sorted(p.name for p in (root / "flux").glob("*.yaml"))
+    text = "".join(listed)
+    text += "".join(f"  - ../../flux/{name}\n" for name in hidden if f"../../flux/{name}" not in text)
+    (base / "kustomization.yaml").write_text(text)
 
 
 def make_base(w: World, root: Path) -> None:
@@ -309,6 +343,7 @@ def make_base(w: World, root: Path) -> None:
     if not w.layout.startswith("legacy"):
         code, _ = cli(root, "apply", "--fix-overlays")
         assert code == 0
+        hide_waves(w, root)
     if w.duplicate:
         a, b = w.duplicate
         path = next(iter([*root.glob(f"apps/*/{b}.yaml"), *root.glob(f"platform/{b}.yaml")]))
@@ -376,6 +411,15 @@ def make_pr(w: World, root: Path) -> str:
     elif w.pr == "prune-on-and-move" and t != o:
         (root / ".wave-bot.yaml").write_text("")  # back to the built-in template: prune: true
         write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t], o)})
+    elif w.pr == "prune-off-and-move" and t != o:
+        # Flux may still reconcile the wave with its old spec (prune: true) and delete what moved.
+        (root / ".wave-bot.yaml").write_text(NO_PRUNE.replace("  spec:", "  metadata: {namespace: flux-system}\n"
+                                                                         "  spec:"))  # only prune changes
+        write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t], o)})
+    elif w.pr == "empty-waves" and any(w.deps.values()):
+        for n in w.deps:  # every service in wave 0: every deeper wave is emptied at once
+            w.deps[n] = []
+            write_files(root, {f"catalog/{n}.yaml": service(n)})
     elif w.layout.startswith("legacy"):
         done = f"cutover step {1 if w.layout == 'legacy-prune' else 2}"
     else:
@@ -486,6 +530,7 @@ def test_every_deletion_flux_performs_has_a_finding_and_no_error_is_a_false_alar
         kind = make_pr(w, root)
         code, report = cli(root, "apply", "--base", "main", "--fix-overlays")
         assert code == 0, report
+        hide_waves(w, root)
         head = files_of(root)
         outcome = simulate(base, head)
         COUNTER["cases"] += 1
@@ -493,7 +538,29 @@ def test_every_deletion_flux_performs_has_a_finding_and_no_error_is_a_false_alar
         KINDS_SEEN[kind] = KINDS_SEEN.get(kind, 0) + 1
         OWNERS["cases"] += any(shape != "plain" for shape in w.shapes.values())
         OWNERS["cascading"] += any(d.owner is not None for ds in outcome.deletions.values() for d in ds)
+        for seen in (["(waves unseen)"] if w.extra.get("hidden") else []) + (
+                [f"(deletionPolicy {w.extra['policy']})"] if w.extra.get("policy") else []):
+            KINDS_SEEN[seen] = KINDS_SEEN.get(seen, 0) + 1
         check_findings(outcome, report["findings"])
+        if kind.startswith("cutover step") or kind == "empty-waves":
+            next_pull_request(root, kind, head)
+
+
+def next_pull_request(root: Path, kind: str, before: dict[str, bytes]) -> None:
+    """The change merged and reconciled, wave-bot runs on the next pull request (no change of its
+    own): the cutover moves on to step 2, the emptied waves go, and neither deletes anything unreported."""
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", "merged and reconciled")
+    code, report = cli(root, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0, report
+    after = files_of(root)
+    outcome = simulate(before, after)
+    check_findings(outcome, report["findings"])
+    if kind.startswith("cutover step"):
+        assert "clusters/base/apps.yaml" not in after, f"still no step 2 after {kind}: {report['findings']}"
+    else:
+        empty = sorted(p for p, data in after.items() if p.startswith("apps/wave-") and b"resources: []" in data)
+        assert not empty, f"emptied waves kept after they were reconciled: {empty}"
 
 
 @pytest.fixture(scope="module", autouse=True)

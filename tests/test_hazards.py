@@ -450,11 +450,12 @@ def test_removing_a_kustomization_that_orphans_is_safe(example_repo: Path, spec:
     assert hazards(repo) == []
 
 
-def test_deletion_policy_delete_deletes_even_without_prune(example_repo: Path) -> None:
-    repo = retire_legacy_apps(example_repo, "  prune: false\n  deletionPolicy: Delete\n")
+@pytest.mark.parametrize("policy", ["Delete", "WaitForTermination"])
+def test_deletion_policy_delete_deletes_even_without_prune(example_repo: Path, policy: str) -> None:
+    repo = retire_legacy_apps(example_repo, f"  prune: false\n  deletionPolicy: {policy}\n")
     [finding] = hazards(repo)
     assert finding.code == "kustomization-removed" and finding.fix == ORPHAN_SNIPPET
-    assert "has spec.deletionPolicy: Delete and this change removes it" in finding.message
+    assert f"has spec.deletionPolicy: {policy} and this change removes it" in finding.message
     assert ("1. merge a change that only sets spec.deletionPolicy: Orphan on apps; 2. wait until it has reconciled "
             "(`kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.deletionPolicy}'` prints Orphan)"
             ) in finding.message
@@ -729,6 +730,84 @@ def test_turning_prune_on_with_a_move_is_an_error(example_repo: Path) -> None:
     assert (of(hazards(example_repo), PVC).code, of(hazards(example_repo), PVC).severity) == (
         "later-wave-move", "error")
 
+
+def test_turning_prune_off_with_a_move_is_still_an_error(example_repo: Path) -> None:
+    # Flux may reconcile the wave with its old spec (prune: true) before the root applies the new one.
+    append(example_repo, ".wave-bot.yaml", TEMPLATE_NO_PRUNE)
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate(example_repo)
+    assert "prune: false" in (example_repo / "clusters/base/apps-wave-0.yaml").read_text()
+    commit(example_repo, "stop pruning, and move gitea")
+    pvc = of(hazards(example_repo), PVC)
+    assert (pvc.code, pvc.severity) == ("later-wave-move", "error")
+
+
+def hide_wave_kustomizations(repo: Path) -> None:
+    """The waves' Flux Kustomizations defined where wave-bot does not read (another repository, say)."""
+    for n in range(3):
+        (repo / f"clusters/base/apps-wave-{n}.yaml").unlink()
+        edit(repo, "clusters/base/kustomization.yaml", f"  - apps-wave-{n}.yaml", "  # gone")
+    commit(repo, "the waves' Flux Kustomizations live elsewhere")
+
+
+def regenerate_apps_only(repo: Path) -> None:
+    """`regenerate`, but the waves' Flux Kustomizations stay out of the repository."""
+    regenerate(repo)
+    git(repo, "checkout", "-q", "HEAD", "--", "clusters")
+    git(repo, "clean", "-qfd", "clusters")
+    assert not (repo / "clusters/base/apps-wave-0.yaml").exists()
+
+
+def test_a_wave_whose_flux_kustomization_wave_bot_cannot_see_is_taken_as_pruning(example_repo: Path) -> None:
+    # Nothing says the unseen waves do not prune, so moving the PVC out of wave 0 is still an error.
+    hide_wave_kustomizations(example_repo)
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate_apps_only(example_repo)
+    assert (example_repo / "apps/wave-1/gitea.yaml").is_file()
+    commit(example_repo, "gitea moves to wave 1")
+    pvc = of(hazards(example_repo), PVC)
+    assert (pvc.code, pvc.severity) == ("later-wave-move", "error")
+
+
+
+def test_a_wave_unseen_at_base_is_taken_as_pruning_whatever_its_new_spec_says(example_repo: Path) -> None:
+    # Found by fluxsim: the waves' Kustomizations come into view with prune: false in the same change
+    # as the move (wave-bot writes them), but the deployed ones, unseen, may still prune.
+    hide_wave_kustomizations(example_repo)
+    append(example_repo, ".wave-bot.yaml", TEMPLATE_NO_PRUNE)
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate(example_repo)
+    assert "prune: false" in (example_repo / "clusters/base/apps-wave-0.yaml").read_text()
+    commit(example_repo, "the waves come into view, not pruning, and gitea moves")
+    pvc = of(hazards(example_repo), PVC)
+    assert (pvc.code, pvc.severity) == ("later-wave-move", "error")
+
+
+@pytest.mark.parametrize("protected", [False, True])
+def test_a_move_into_a_wave_wave_bot_cannot_see_races(example_repo: Path, protected: bool) -> None:
+    # Nothing orders platform and the unseen apps-wave-0: platform may prune it before wave 0 adopts it.
+    hide_wave_kustomizations(example_repo)
+    config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moved\n  namespace: cnpg-system\n" + (
+        ANNOTATION if protected else "")
+    write_files(example_repo, {"platform/moved.yaml": config_map})
+    edit(example_repo, "platform/kustomization.yaml", "  - cnpg-system.yaml\n",
+         "  - cnpg-system.yaml\n  - moved.yaml\n")
+    commit(example_repo, "a ConfigMap in platform")
+    git(example_repo, "mv", "platform/moved.yaml", "apps/wave-0/moved.yaml")
+    edit(example_repo, "platform/kustomization.yaml", "  - moved.yaml\n", "")
+    edit(example_repo, "apps/wave-0/kustomization.yaml", "resources:\n", "resources:\n  - moved.yaml\n")
+    commit(example_repo, "the ConfigMap moves to wave 0")
+    moved = of(hazards(example_repo), "ConfigMap cnpg-system/moved")
+    assert (moved.code, moved.severity, moved.path, moved.line, moved.wave) == (
+        "cross-kustomization-move", "info" if protected else "warning",
+        # an unprotected move is reported where its fix (the annotation) goes: the source file
+        "apps/wave-0/moved.yaml" if protected else "platform/moved.yaml", 1, 0)
+    if protected:
+        assert "so platform leaves it in place and apps-wave-0 adopts it" in moved.message and moved.fix is None
+    else:
+        assert ("platform and apps-wave-0 are not ordered by dependsOn, so they race: if platform reconciles first, "
+                "it deletes it before it is adopted") in moved.message
+        assert "it is missing in between (a restart" in moved.message and moved.fix == PRUNE_SNIPPET
 
 def test_an_object_wanted_by_wave_0_goes_with_the_namespace_wave_2_prunes(example_repo: Path) -> None:
     append(example_repo, "apps/wave-0/pihole.yaml", SHARED)

@@ -157,3 +157,45 @@ def test_a_flux_kustomizations_own_patch_for_the_wave_keeps_it_and_is_quoted(
     base.write_text("".join(line for line in base.read_text().splitlines(keepends=True) if "apps-wave-2" not in line))
     failed = flux_build(example_repo, kubectl)
     assert failed.returncode != 0 and "apps-wave-2" in failed.stderr
+
+
+REGEX_PATCH = """  - target:
+      kind: Kustomization
+      name: apps-wave-.*
+    patch: |
+      - op: add
+        path: /spec/decryption
+        value: {provider: sops, secretRef: {name: sops-age}}
+"""
+
+
+@pytest.mark.parametrize("dev", ["a patch per wave", "one regex patch"])
+def test_two_empty_waves_go_in_one_change_with_exactly_their_lines(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, dev: str
+) -> None:
+    # Several items leave the same list in one change: each removal must not shift the next one
+    # onto a neighbour (base kustomization: cluster-vars.yaml follows the wave entries).
+    from test_hazards import add_wave
+
+    def one_regex_patch() -> None:
+        path = example_repo / "clusters/dev/kustomization.yaml"
+        text = path.read_text()
+        path.write_text(text[:text.index("  # SOPS decryption")] + REGEX_PATCH)
+
+    wired = ("clusters/base/kustomization.yaml", "clusters/dev/kustomization.yaml", "clusters/prod/kustomization.yaml")
+    before = {path: (example_repo / path).read_text() for path in wired}
+    add_wave(example_repo, 3)
+    add_wave(example_repo, 4)
+    if dev == "one regex patch":
+        one_regex_patch()
+        before["clusters/dev/kustomization.yaml"] = (example_repo / "clusters/dev/kustomization.yaml").read_text()
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "two empty waves, deployed")
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert sorted(f["wave"] for f in codes(out)["wave-removed"]) == [3, 4]
+    assert {path: (example_repo / path).read_text() for path in wired} == before
+    for n in (3, 4):
+        assert not (example_repo / f"apps/wave-{n}").exists()
+        assert not (example_repo / f"clusters/base/apps-wave-{n}.yaml").exists()
+    builds(example_repo, kubectl)

@@ -146,6 +146,19 @@ def json_inline(waves: Iterable[int] = ALL) -> dict[str, str]:
     return {DEV: HEAD + KNOBS + items}
 
 
+def json_appending(index: str, op: str = "add") -> dict[str, str]:
+    """Every wave gets decryption from a JSON6902 patch that first applies `op` to the one-item
+    postBuild.substituteFrom list at `index` (RFC 6902: add at most at the list's length, `-`
+    appends; the other ops only at an existing index)."""
+    value = "  value:\n    kind: ConfigMap\n    name: " + ("cluster-vars\n" if op == "test" else "extra-vars\n")
+    ops = f"- op: {op}\n  path: /spec/postBuild/substituteFrom/{index}\n" + ("" if op == "remove" else value) \
+        + json_ops()
+    items = "".join(
+        f"  - target:\n      kind: Kustomization\n      name: apps-wave-{n}\n    patch: |\n" + indent(ops, 6)
+        for n in ALL)
+    return {DEV: HEAD + KNOBS + items}
+
+
 def json_files(waves: Iterable[int] = ALL) -> dict[str, str]:
     items = "".join(
         f"  - path: decryption/apps-wave-{n}.yaml # JSON6902\n    target:\n      kind: Kustomization\n"
@@ -241,6 +254,14 @@ SHAPES: dict[str, tuple[dict[str, str], Sequence[int], str, set[int] | None]] = 
     "path files per wave": (path_smp(), ALL, "clusters/dev", {0, 1, 2}),
     "json6902 inline": (json_inline((0, 1)), ALL, "clusters/dev", {0, 1}),
     "json6902 files": (json_files(), ALL, "clusters/dev", {0, 1, 2}),
+    "json6902 add at the end index": (json_appending("1"), ALL, "clusters/dev", {0, 1, 2}),
+    "json6902 add at the start index": (json_appending("0"), ALL, "clusters/dev", {0, 1, 2}),
+    "json6902 add with -": (json_appending("-"), ALL, "clusters/dev", {0, 1, 2}),
+    "json6902 add past the end": (json_appending("2"), ALL, "clusters/dev", None),
+    "json6902 test of a list item": (json_appending("0", "test"), ALL, "clusters/dev", {0, 1, 2}),
+    "json6902 replace at the end index": (json_appending("1", "replace"), ALL, "clusters/dev", None),
+    "json6902 remove at the end index": (json_appending("1", "remove"), ALL, "clusters/dev", None),
+    "json6902 remove the last item": (json_appending("0", "remove"), ALL, "clusters/dev", {0, 1, 2}),
     "regex target covering all waves": (regex_target(), ALL, "clusters/dev", {0, 1, 2}),
     "regex target covering some waves": (regex_target("apps-wave-[01]"), ALL, "clusters/dev", {0, 1}),
     "wrong secret name": (inline_smp(secrets={1: "sops-key"}), ALL, "clusters/dev", {0, 2}),
@@ -368,12 +389,17 @@ def test_other_build_errors(tmp_path: Path) -> None:
     root = make(tmp_path, {DEV: HEAD + "patches:\n  - target: {name: apps-wave-0}\n    patch: |\n"
                                   "      - {op: remove, path: /spec/decryption}\n"})
     build_error = [f for f in findings(root) if f.code == "overlay-build-error"]
+    # An error (check fails) on the overlay, at the patch's own line (8: `- target:`).
+    assert (build_error[0].severity, build_error[0].overlay, build_error[0].path, build_error[0].line) == (
+        "error", "clusters/dev", DEV, 8)
     assert build_error[0].message == (
         "clusters/dev: kustomize cannot build it: clusters/dev/kustomization.yaml patches[0]: JSON6902 patch on "
         "Kustomization flux-system/apps-wave-0 (kustomize.toolkit.fluxcd.io/v1) fails: Unable to remove "
         "nonexistent key: decryption")
     root = make(tmp_path / "b", {DEV: HEAD + "bogus: 1\n"})
     (finding,) = findings(root)
+    assert (finding.code, finding.severity, finding.overlay, finding.path, finding.line) == (
+        "overlay-build-error", "error", "clusters/dev", DEV, 7)
     assert finding.message == ("clusters/dev: kustomize cannot build it, so Flux applies nothing from it: "
                                "clusters/dev/kustomization.yaml:7: unknown field 'bogus': kustomize rejects this "
                                "kustomization")
