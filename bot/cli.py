@@ -77,7 +77,28 @@ def cmd_check(args: argparse.Namespace) -> int:
                          f"{len(plan.changes)} change(s){also}\n")
     elif errors:
         sys.stderr.write(f"wave-bot: check failed: {fix_them}\n")
-    return 1 if plan.changes or plan.has_errors() else 0
+    failed = bool(plan.changes or plan.has_errors())
+    if failed:
+        _say_unstaged(args, plan)
+    return 1 if failed else 0
+
+
+def _say_unstaged(args: argparse.Namespace, plan: Plan) -> None:
+    """Name the layout's files that are not staged: pre-commit checks the staged files only, so an
+    `apply` whose result is not staged would otherwise loop ("run apply", "up to date", ...)."""
+    from bot import git
+    from bot.inventory import clusters_dir
+
+    c = plan.config
+    dirs = {c.apps_dir, c.base_dir, c.catalog_dir, clusters_dir(c)}
+    found = [p for p in git.unstaged(args.path) or [] if any(p.startswith(d.rstrip("/") + "/") for d in dirs)]
+    if found:
+        import shlex
+
+        listed = " ".join(shlex.quote(p) for p in found)
+        sys.stderr.write(f"wave-bot: {len(found)} file(s) of the layout have changes that are not staged, and a "
+                         f"commit (and pre-commit) sees only what is staged: {listed}. Stage them: "
+                         f"git add -A -- {listed}\n")
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -87,6 +108,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     plan = _plan(args)
     if plan.changes:
         apply_changes(args.path, plan.changes, git.mover(args.path))
+        # Staged, so that a plain `git commit` records the whole layout (moves are staged above).
+        stage = git.stager(args.path)
+        if stage is not None:
+            stage([c.path for c in plan.changes if c.action != "move"])
     _print(plan, args, applied=True)
     return 0
 
