@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored
+from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, stepping
 from bot.catalog import load_catalog, missing_dir
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -105,17 +105,22 @@ class Plan:
         }
 
 
-def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays: bool = False) -> Plan:
+def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays: bool = False,
+              held: stepping.Held | None = None) -> Plan:
     """Compute the wave layout `tree` should have, the changes that get it there, and the findings.
 
     `base` is the deployed revision (the PR base): with it the plan checks Flux prune hazards and
     removes waves that were already empty there. `fix_overlays` adds the edits that give every wave
-    its base entry and SOPS decryption in every overlay.
+    its base entry and SOPS decryption in every overlay. `held`: files whose move would lose data,
+    kept in place this time with their objects protected (the plan finds them itself).
     """
     # The layout: waves from the catalog, each app file's wave, the generated files.
     graph = compute_waves(load_catalog(tree, config), config)
     _check_configured_dirs(tree, config)
     files = place_files(tree, graph, config)
+    held = held or {}
+    placed_as = {f.path: f for f in files if f.path in held}
+    files = [dataclasses.replace(f, target=f.path, target_wave=f.wave) if f.path in held else f for f in files]
     slots = {f.target_wave for f in files if f.target_wave is not None}
     targets = {n for n in slots if not isinstance(n, Side)}
     existing_all = existing_slots(tree, config)
@@ -139,6 +144,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
         template = {**template, "spec": {**template["spec"], "prune": True}}
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
+    protecting, held_findings = stepping.hold(tree, config, held, files, placed_as)
+    moves += protecting
     generated = _generated(files, (*waves, *sides), template, config)
     writes = _writes(tree, generated)
     retired = _retire(tree, config, cutover, waves, fix_overlays) if cutover is not None else []
@@ -147,7 +154,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     # With nothing to change (the steady state of most bot runs) what Flux applies once this lands
     # is the work tree, already read: reading it again would only repeat the same inventory.
     now = here if here is not None and not pending else read_inventory(PlannedTree(tree, pending), config, cache)
-    findings = _placement_findings(files, graph, config)
+    findings = [*held_findings, *_placement_findings(files, graph, config)]
     findings += restored.regeneration_findings(tree, writes, config, template_source, base)
     if cutover is not None and here is not None:
         findings.append(lifecycle.step_2_finding(cutover, here, config, waves))
@@ -192,6 +199,11 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         if file.node is not None and file.target_wave is not None:
             placed.setdefault(file.target_wave, set()).add(file.node)
     findings += gating.chain_findings(graph, {n: sorted(u) for n, u in placed.items()}, config)
+    # The next safe step: a move that would lose data waits, its objects protected first. Only
+    # against a deployed revision: without one, an annotation in the work tree is not known deployed.
+    unsafe = stepping.unsafe_moves(findings, files) if base is not None else {}
+    if unsafe:
+        return make_plan(tree, config, base, fix_overlays, {**held, **unsafe})
     return Plan(
         config=config,
         graph=graph,
