@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, stepping
+from bot import acceptance, gating, hazards, imageauto, lifecycle, overlaycheck, overlayfix, render, restored, stepping
 from bot.catalog import load_catalog, missing_dir
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -199,6 +199,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         if file.node is not None and file.target_wave is not None:
             placed.setdefault(file.target_wave, set()).add(file.node)
     findings += gating.chain_findings(graph, {n: sorted(u) for n, u in placed.items()}, config)
+    findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
     # The next safe step: a move that would lose data waits, its objects protected first. Only
     # against a deployed revision: without one, an annotation in the work tree is not known deployed.
     unsafe = stepping.unsafe_moves(findings, files) if base is not None else {}
