@@ -105,7 +105,6 @@ def _held_finding(path: str, target: AppFile, rids: Sequence[ResourceId], why: s
                 f"revision>`, or push to the pull request): the annotation is then deployed and the move is "
                 f"safe. Once {new_cr} owns them, remove the annotation in a change of its own if Flux should "
                 "garbage-collect them again",
-        fix=commands,
     )
 
 
