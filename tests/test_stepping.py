@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 import subprocess
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from ruamel.yaml import YAML
@@ -103,3 +103,15 @@ def test_a_sops_file_is_never_edited_the_move_is_held_with_commands(example_repo
     assert (repo / secret).read_bytes() == before
     assert "SOPS-encrypted" in out
     assert f"kubectl -n gitea annotate secret/gitea-bootstrap {PRUNE}=disabled" in out
+
+
+def test_without_a_base_check_does_not_advise_a_plain_apply_that_would_lose_data(example_repo: Path) -> None:
+    plex_depends_on_sonarr(example_repo)
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = main(["check", str(example_repo)])
+    assert code == 1
+    assert err.getvalue().startswith(
+        "wave-bot: check failed: the wave layout is out of date, and 1 of its moves would lose data: run "
+        "`wave-bot apply --base <the deployed revision, e.g. origin/main>`, which protects their objects first "
+        "and moves them once that is deployed; fix the 2 error(s) listed above as each one says\n")
