@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from bot import yamlio
 from bot.config import Config
 from bot.errors import WaveBotError
+from bot.hazards import is_stateful
 from bot.inventory import PRUNE_DISABLED, PRUNE_KEY
 from bot.model import Change, Finding
 from bot.placement import AppFile
@@ -85,8 +86,10 @@ def _held_finding(path: str, target: AppFile, rids: Sequence[ResourceId], why: s
     old_cr = config.wave_cr_name(source.wave) if source.wave is not None else "its Kustomization"
     new_cr = config.wave_cr_name(target.target_wave) if target.target_wave is not None else "its new wave"
     objects = ", ".join(f"`{r}`" for r in rids)
+    losing = ", ".join(f"`{r}`" for r in rids if is_stateful(r, config))
     moving = (f"{path} belongs in wave {target.target_wave} ({target.target}), but moving it now makes {old_cr} "
-              f"delete {objects} before {new_cr} recreates them (data loss). So wave-bot does not move it yet")
+              f"delete {objects} before {new_cr} recreates them (data loss for {losing}). So wave-bot does not "
+              "move it yet")
     commands = "\n".join(kubectl_annotate(r) for r in rids)
     if why:
         return Finding(
