@@ -115,3 +115,24 @@ def test_without_a_base_check_does_not_advise_a_plain_apply_that_would_lose_data
         "wave-bot: check failed: the wave layout is out of date, and 1 of its moves would lose data: run "
         "`wave-bot apply --base <the deployed revision, e.g. origin/main>`, which protects their objects first "
         "and moves them once that is deployed; fix the 2 error(s) listed above as each one says\n")
+
+
+def test_a_held_sops_move_goes_once_accepted(example_repo: Path) -> None:
+    repo = example_repo
+    with (repo / ".wave-bot.yaml").open("a") as handle:
+        handle.write("stateful_kinds:\n  - Secret\n")
+    with (repo / "catalog/gitea.yaml").open("a") as handle:
+        handle.write("  dependencies:\n    - to: sonarr\n")
+    # The live Secret was annotated with the kubectl command; the move is accepted as it is.
+    (repo / ".wave-bot-accept.yaml").write_text(
+        "accept:\n  - resource: Secret gitea/gitea-bootstrap\n    by: alice\n    reason: annotated live\n")
+    git(repo, "commit", "-qam", "gitea needs sonarr")
+    git(repo, "add", ".wave-bot-accept.yaml")
+    git(repo, "commit", "-qm", "accept the secret's move")
+    secret = (repo / "apps/wave-0/gitea-bootstrap-secret.sops.yaml").read_bytes()
+
+    code, _ = apply(repo)
+
+    assert code == 0
+    assert (repo / "apps/wave-2/gitea-bootstrap-secret.sops.yaml").read_bytes() == secret
+    assert (repo / "apps/wave-0/gitea.yaml").is_file()  # its Namespace and PVC are still protected first
