@@ -144,7 +144,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
         template = {**template, "spec": {**template["spec"], "prune": True}}
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
-    protecting, held_findings = stepping.hold(tree, config, held, files, placed_as)
+    protecting, held_findings = stepping.hold(tree, config, held, placed_as)
     moves += protecting
     generated = _generated(files, (*waves, *sides), template, config)
     writes = _writes(tree, generated)

@@ -52,13 +52,9 @@ def _is_sops(data: bytes, path: str, docs: Sequence[yamlio.Document]) -> bool:
     return ".sops." in posixpath.basename(path) or any(isinstance(d.value, dict) and "sops" in d.value for d in docs)
 
 
-def hold(tree: Tree, config: Config, held: Held, files: Sequence[AppFile],
-         targets: Mapping[str, AppFile]) -> tuple[list[Change], list[Finding]]:
-    """The annotation edits for the held files and one `move-held` finding each.
-
-    `files` are the placed files with the held ones kept in place; `targets` the held ones as
-    placed before (where each belongs).
-    """
+def hold(tree: Tree, config: Config, held: Held, targets: Mapping[str, AppFile]) -> tuple[list[Change], list[Finding]]:
+    """The annotation edits for the held files and one `move-held` finding each; `targets` are the
+    held files as placed before the hold (where each is, and where it belongs)."""
     changes, findings = [], []
     for path, names in sorted(held.items()):
         data = tree.read(path)
@@ -80,8 +76,8 @@ def hold(tree: Tree, config: Config, held: Held, files: Sequence[AppFile],
     return changes, findings
 
 
-def _held_finding(path: str, target: AppFile, rids: Sequence[ResourceId], why: str, config: Config) -> Finding:
-    source = target  # as placed before the hold: where it is (wave) and where it belongs (target_wave)
+def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: str, config: Config) -> Finding:
+    target = source  # one record: where the file is (.wave) and where it belongs (.target_wave)
     here = f"wave {source.wave}" if source.wave is not None else f"{config.apps_dir}/"
     old_cr = config.wave_cr_name(source.wave) if source.wave is not None else "its Kustomization"
     new_cr = config.wave_cr_name(target.target_wave) if target.target_wave is not None else "its new wave"
