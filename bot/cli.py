@@ -71,13 +71,44 @@ def cmd_check(args: argparse.Namespace) -> int:
     _print(plan, args)
     errors = sum(f.severity == "error" for f in plan.findings)
     fix_them = f"fix the {errors} error(s) listed above as each one says" if errors else ""
-    if plan.changes:
+    # Without a deployed revision apply makes every move, so advice to run it must not cover one
+    # that loses data: against --base, apply protects those objects first instead.
+    from bot.stepping import unsafe_moves
+
+    unsafe = unsafe_moves(plan.findings, plan.files) if not args.base else {}
+    if plan.changes and unsafe:
+        also = f"; {fix_them}" if errors else ""
+        sys.stderr.write(f"wave-bot: check failed: the wave layout is out of date, and {len(unsafe)} of its moves "
+                         "would lose data: run `wave-bot apply --base <the deployed revision, e.g. origin/main>`, "
+                         f"which protects their objects first and moves them once that is deployed{also}\n")
+    elif plan.changes:
         also = f"; {fix_them} (`wave-bot apply` does not clear them)" if errors else ""
         sys.stderr.write(f"wave-bot: check failed: the wave layout is out of date: run `wave-bot apply` to make the "
                          f"{len(plan.changes)} change(s){also}\n")
     elif errors:
         sys.stderr.write(f"wave-bot: check failed: {fix_them}\n")
-    return 1 if plan.changes or plan.has_errors() else 0
+    failed = bool(plan.changes or plan.has_errors())
+    if failed:
+        _say_unstaged(args, plan)
+    return 1 if failed else 0
+
+
+def _say_unstaged(args: argparse.Namespace, plan: Plan) -> None:
+    """Name the layout's files that are not staged: pre-commit checks the staged files only, so an
+    `apply` whose result is not staged would otherwise loop ("run apply", "up to date", ...)."""
+    from bot import git
+    from bot.inventory import clusters_dir
+
+    c = plan.config
+    dirs = {c.apps_dir, c.base_dir, c.catalog_dir, clusters_dir(c)}
+    found = [p for p in git.unstaged(args.path) or [] if any(p.startswith(d.rstrip("/") + "/") for d in dirs)]
+    if found:
+        import shlex
+
+        listed = " ".join(shlex.quote(p) for p in found)
+        sys.stderr.write(f"wave-bot: {len(found)} file(s) of the layout have changes that are not staged, and a "
+                         f"commit (and pre-commit) sees only what is staged: {listed}. Stage them: "
+                         f"git add -A -- {listed}\n")
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -87,6 +118,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     plan = _plan(args)
     if plan.changes:
         apply_changes(args.path, plan.changes, git.mover(args.path))
+        # Staged, so that a plain `git commit` records the whole layout (moves are staged above).
+        stage = git.stager(args.path)
+        if stage is not None:
+            stage([c.path for c in plan.changes if c.action != "move"])
     _print(plan, args, applied=True)
     return 0
 

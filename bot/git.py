@@ -120,6 +120,50 @@ def mover(root: str, env: Mapping[str, str] | None = None) -> IndexMoves | None:
     return record
 
 
+def stager(root: str, env: Mapping[str, str] | None = None) -> Callable[[Sequence[str]], None] | None:
+    """What stages exactly the given paths (relative to `root`) as they are in the work tree: written
+    ones are added, gone ones leave the index; None outside a work tree.
+
+    `apply` stages what it writes, so that a plain `git commit` records the layout `check` approved.
+    One `git update-index` for the lot, with literal paths (never a pathspec).
+    """
+    located = _locate(root, env)
+    if located is None:
+        return None
+    top, prefix = located
+
+    def stage(paths: Sequence[str]) -> None:
+        listed = b"".join(os.fsencode(prefix + p) + b"\0" for p in sorted(set(paths)))
+        if not listed:
+            return
+        done = _run(top, ["update-index", "--add", "--remove", "-z", "--stdin"], env, listed)
+        if done.returncode:
+            raise WaveBotError(f"git update-index failed: {_one_line(_text(done.stderr))}", path=root,
+                               hint="the files were written; stage them yourself (git add)", exit_code=RUN_ERROR)
+
+    return stage
+
+
+def unstaged(root: str, env: Mapping[str, str] | None = None) -> list[str] | None:
+    """Paths (relative to `root`, below it) whose work-tree state differs from the index: modified or
+    deleted and not staged, or untracked. None outside a work tree."""
+    located = _locate(root, env)
+    if located is None:
+        return None
+    top, prefix = located
+    done = _run(top, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--",
+                      prefix or "."], env)
+    if done.returncode:
+        return None
+    out = []
+    for entry in done.stdout.split(b"\0"):
+        if len(entry) > 3 and (entry[1:2] != b" " or entry[:2] == b"??"):
+            path = os.fsdecode(entry[3:])
+            if path.startswith(prefix):
+                out.append(path[len(prefix):])
+    return sorted(out)
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:600]
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot import (
+    acceptance,
     cascade,
     gating,
     hazards,
@@ -17,6 +18,7 @@ from bot import (
     overlayfix,
     render,
     restored,
+    stepping,
     tiers,
     units,
     wiring,
@@ -122,12 +124,14 @@ class Plan:
         }
 
 
-def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays: bool = False) -> Plan:
+def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays: bool = False,
+              held: stepping.Held | None = None) -> Plan:
     """Compute the wave layout `tree` should have, the changes that get it there, and the findings.
 
     `base` is the deployed revision (the PR base): with it the plan checks Flux prune hazards and
     removes waves that were already empty there. `fix_overlays` adds the edits that give every wave
-    its base entry and SOPS decryption in every overlay.
+    its base entry and SOPS decryption in every overlay. `held`: files whose move would lose data,
+    kept in place this time with their objects protected (the plan finds them itself).
     """
     # The layout: waves from the catalog, each app file's wave, the generated files.
     services = load_catalog(tree, config)
@@ -135,6 +139,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     _check_configured_dirs(tree, config)
     files = place_files(tree, graph, config)
     check_leaf_typos(services, graph, (file_stem(f.name) for f in files if not f.is_dir), config)
+    held = held or {}
+    placed_as = {f.path: f for f in files if f.path in held}
+    files = [dataclasses.replace(f, target=f.path, target_wave=f.wave) if f.path in held else f for f in files]
     slots = {f.target_wave for f in files if f.target_wave is not None}
     targets = {n for n in slots if not isinstance(n, Side)}
     existing_all = existing_slots(tree, config)
@@ -159,6 +166,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
         template = {**template, "spec": {**template["spec"], "prune": True}}
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
+    protecting, held_findings = stepping.hold(tree, config, held, placed_as)
+    moves += protecting
     generated = _generated(tree, files, (*waves, *sides), template, config)
     writes = _writes(tree, generated)
     retired = _retire(tree, config, cutover, waves, fix_overlays) if cutover is not None else []
@@ -169,7 +178,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     # Without changes the planned tree is the work tree: read it directly, not through the overlay.
     now = here if here is not None and not pending else read_inventory(
         PlannedTree(tree, pending) if pending else tree, config, cache)
-    findings = _placement_findings(files, graph, config)
+    findings = [*held_findings, *_placement_findings(files, graph, config)]
     findings += restored.regeneration_findings(tree, writes, config, template_source, base)
     if cutover is not None and here is not None:
         findings.append(lifecycle.step_2_finding(cutover, here, config, waves))
@@ -224,6 +233,12 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
                                                                base_waves and base_waves[f.name] != f.target_wave)}
     findings += gating.chain_findings(graph, {n: sorted(u) for n, u in placed.items()}, config,
                                       gating.stateful_units(files, now, config), moving)
+    findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
+    # The next safe step: a move that would lose data waits, its objects protected first. Only
+    # against a deployed revision: without one, an annotation in the work tree is not known deployed.
+    unsafe = stepping.unsafe_moves(findings, files) if base is not None else {}
+    if unsafe:
+        return make_plan(tree, config, base, fix_overlays, {**held, **unsafe})
     return Plan(
         config=config,
         graph=graph,

@@ -121,10 +121,10 @@ def test_step_1_only_releases_the_legacy_kustomization(
     code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
     assert code == 0
     assert out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
-    diff = git(flat_repo, "diff", "-U0", "--", "clusters/base/apps.yaml")
+    diff = git(flat_repo, "diff", "--cached", "-U0", "--", "clusters/base/apps.yaml")  # apply stages it
     assert [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
         "-  prune: true", "+  prune: false"]
-    assert git(flat_repo, "status", "--porcelain").splitlines() == [" M clusters/base/apps.yaml"]
+    assert git(flat_repo, "status", "--porcelain").splitlines() == ["M  clusters/base/apps.yaml"]
     (step,) = by_code(out, "cutover-step-1")
     assert step["severity"] == "warning"
     assert "cutover step 1 of 2" in step["message"] and "according to the base revision" in step["message"]

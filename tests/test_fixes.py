@@ -147,6 +147,8 @@ def test_the_later_wave_move_s_fix_merged_first_makes_the_move_safe(
         git(example_repo, "checkout", "-q", "-B", "pr", "main")
         with open(example_repo / "catalog/plex.yaml", "a") as catalog:
             catalog.write("  dependencies:\n    - to: sonarr\n")
+        # Moved by hand: wave-bot's own apply would hold the move until the annotation is deployed.
+        git(example_repo, "mv", "apps/wave-0/plex.yaml", "apps/wave-2/plex.yaml")
         git(example_repo, "commit", "-qam", "plex depends on sonarr")
         return [f for f in plan(capsys, example_repo, "--base", "main") if f["code"] == "later-wave-move"]
 

@@ -75,6 +75,8 @@ def plex_comment(example_repo: Path) -> str:
     git(example_repo, "checkout", "-q", "-b", "pr")
     with open(example_repo / "catalog/plex.yaml", "a") as catalog:
         catalog.write("  dependencies:\n    - to: sonarr\n")
+    # Moved by hand: wave-bot itself would hold the move and protect the objects first.
+    git(example_repo, "mv", "apps/wave-0/plex.yaml", "apps/wave-2/plex.yaml")
     git(example_repo, "commit", "-qam", "plex depends on sonarr")
     tree = FsTree(str(example_repo))
     plan = make_plan(tree, load_config(tree, None), base=GitTree(str(example_repo), "main"))

@@ -72,6 +72,7 @@ def _plex_markdown(repo: Path) -> str:
         catalog.write("  dependencies:\n    - to: sonarr\n")
     write_files(repo, {"catalog/tautulli.yaml": service("tautulli", "plex"),
                        "apps/tautulli.yaml": deployment("tautulli")})
+    git(repo, "mv", "apps/wave-0/plex.yaml", "apps/wave-2/plex.yaml")  # by hand: apply would hold it
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "plex depends on sonarr; tautulli on plex")
     tree = FsTree(str(repo))

@@ -67,15 +67,15 @@ def test_b_gitea_gains_a_database_and_its_pvc_would_be_deleted(
 ) -> None:
     pr(example_repo, {"catalog/gitea.yaml": service("gitea", "gitea-db")})
     out = plan(example_repo, capsys)
-    moves = {(c["from"], c["path"]) for c in out["changes"] if c["action"] == "move"}
-    assert ("apps/wave-0/gitea.yaml", "apps/wave-1/gitea.yaml") in moves
-    later = {f["resource"]: f for f in by_code(out, "later-wave-move")}
-    pvc = later["PersistentVolumeClaim gitea/gitea-data"]
-    assert pvc["severity"] == "error" and pvc["wave"] == 1
-    assert "kustomize.toolkit.fluxcd.io/prune: disabled" in pvc["fix"]
-    assert later["apps/Deployment gitea/gitea"]["severity"] == "warning"  # a restart, not data loss
-    assert later["Namespace gitea"]["severity"] == "error"
-    assert main(["check", str(example_repo), "--base", "main"]) == 1
+    # Moving gitea.yaml now would delete its PVC: the first step only protects it, the file stays.
+    assert {"action": "update", "path": "apps/wave-0/gitea.yaml"} in out["changes"]
+    assert not any(c.get("from") == "apps/wave-0/gitea.yaml" for c in out["changes"])
+    (held,) = [f for f in by_code(out, "move-held") if f["path"] == "apps/wave-0/gitea.yaml"]
+    assert held["severity"] == "warning"
+    assert "`PersistentVolumeClaim gitea/gitea-data`" in held["message"]
+    assert "`Namespace gitea`" in held["message"]
+    assert not [f for f in by_code(out, "later-wave-move") if f["severity"] == "error"]
+    assert main(["check", str(example_repo), "--base", "main"]) == 1  # out of date: the annotation to write
 
 
 def test_b_is_safe_once_the_annotation_is_deployed_first(
@@ -89,9 +89,9 @@ def test_b_is_safe_once_the_annotation_is_deployed_first(
     gitea.write_text(annotated)
     git(example_repo, "commit", "-q", "-am", "first: protect gitea's data from pruning")
     pr(example_repo, {"catalog/gitea.yaml": service("gitea", "gitea-db")})
-    (pvc,) = [f for f in by_code(plan(example_repo, capsys), "later-wave-move")
-              if f["resource"] == "PersistentVolumeClaim gitea/gitea-data"]
-    assert pvc["severity"] == "info"
+    # The PVC is protected; its Namespace is not, so the move still waits, protecting only the rest.
+    (held,) = [f for f in by_code(plan(example_repo, capsys), "move-held") if f["path"] == "apps/wave-0/gitea.yaml"]
+    assert "`Namespace gitea`" in held["message"] and "PersistentVolumeClaim" not in held["message"]
 
 
 def test_c_a_regex_targeted_decryption_patch_covers_a_new_wave(

@@ -258,11 +258,12 @@ def test_against_the_deployed_revision_the_move_to_the_side_branch_is_a_prune_ha
     _make_runner_non_gating(example_repo)
     assert main(["check", "--fix-overlays", "--base", "origin/main", "--format", "json", str(example_repo)]) == 1
     findings = json.loads(capsys.readouterr().out)["findings"]
-    moves = {f["resource"]: f for f in findings if f["code"] == "later-wave-move"}
-    assert moves["Namespace gitea-actions"]["severity"] == "error"  # deleting a namespace loses what is in it
-    assert moves["apps/StatefulSet gitea-actions/act-runner"]["severity"] == "warning"
-    assert moves["Namespace gitea-actions"]["wave"] == 1 and moves["Namespace gitea-actions"]["side"] is True
-    assert "apps-wave-1-side reconciles in parallel" in moves["Namespace gitea-actions"]["message"]
+    # So apply does not make the move yet: it protects the runner's objects first.
+    (held,) = [f for f in findings if f["code"] == "move-held"]
+    assert held["path"] == "apps/wave-1/gitea-actions.yaml" and held["wave"] == 1
+    assert held["message"].startswith("apps/wave-1/gitea-actions.yaml belongs in wave 1-side")
+    assert "data loss for `Namespace gitea-actions`)" in held["message"]  # the StatefulSet only restarts
+    assert "apps-wave-1-side recreates them" in held["message"]
 
 
 def _deploy_side_branch(repo: Path) -> None:
@@ -288,6 +289,10 @@ def test_moves_out_of_a_side_branch_follow_the_dependsOn_chain(
     config = example_repo / ".wave-bot.yaml"
     text = config.read_text().replace("above: true", "above: false")  # the runner now sits in gitea's wave
     config.write_text(text if still_non_gating else text.replace("non_gating: [gitea-actions]", ""))
+    if still_non_gating:  # a move that loses the Namespace: apply protects first; that is deployed
+        assert main(["apply", "--base", "origin/main", str(example_repo)]) == 0
+        git(example_repo, "commit", "-qam", "protect the runner")
+        git(example_repo, "push", "-q")
     capsys.readouterr()
     assert main(["plan", "--base", "origin/main", "--format", "json", str(example_repo)]) == 0
     findings = json.loads(capsys.readouterr().out)["findings"]
@@ -384,6 +389,10 @@ def test_a_side_branch_emptied_is_kept_then_removed_once_it_owns_nothing(
     _deploy_side_branch(example_repo)
     config = example_repo / ".wave-bot.yaml"
     config.write_text(config.read_text().replace("non_gating: [gitea-actions]", ""))
+    # Moving the runner's Namespace back loses it unless protected: apply's first step, deployed.
+    assert main(["apply", "--base", "origin/main", str(example_repo)]) == 0
+    git(example_repo, "commit", "-qam", "protect the runner")
+    git(example_repo, "push", "-q")
     capsys.readouterr()
     # The runner goes back to wave 1; its side branch still owns it live, so it stays, empty.
     assert main(["apply", "--base", "origin/main", "--format", "json", str(example_repo)]) == 0
