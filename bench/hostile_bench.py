@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.yamlio import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES  # noqa: E402
+from bot.yamlio.documents import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES  # noqa: E402
 
 CPU_LIMIT_S = 0.5  # over the control's CPU time
 RSS_LIMIT_MIB = 200

@@ -326,8 +326,8 @@ def api_requests(platform: str) -> tuple[list[str], list[str]]:
     sys.path.insert(0, str(tests))
     import responses
 
-    from actionkit import action_env, push_pr_branch, run_action  # type: ignore[import-not-found]
-    from fakes import SERVERS, TOKEN  # type: ignore[import-not-found]
+    from support.actionkit import action_env, push_pr_branch, run_action  # type: ignore[import-not-found]
+    from support.fakes import SERVERS, TOKEN  # type: ignore[import-not-found]
 
     def git(cwd: Path | str, *args: str) -> str:
         return run_git(cwd, *args)

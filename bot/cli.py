@@ -20,13 +20,13 @@ from bot.errors import BUG_EXIT, WaveBotError
 if TYPE_CHECKING:
     from bot.config import Config
     from bot.plan import Plan
-    from bot.tree import Tree
+    from bot.repo.tree import Tree
 
 
 def _load(args: argparse.Namespace) -> tuple[Tree, Config]:
     """The work tree at PATH and the config: `--config` (a file anywhere), else the repository's."""
     from bot.config import load_config, parse_config
-    from bot.worktree import FsTree, read_user_file
+    from bot.repo.worktree import FsTree, read_user_file
 
     tree = FsTree(args.path)
     if args.config:
@@ -40,7 +40,7 @@ def _plan(args: argparse.Namespace) -> Plan:
     tree, config = _load(args)
     if not args.base:
         return make_plan(tree, config, fix_overlays=args.fix_overlays)
-    from bot.git import GitTree
+    from bot.repo.git import GitTree
 
     with GitTree(args.path, args.base) as base:
         return make_plan(tree, config, base=base, fix_overlays=args.fix_overlays)
@@ -48,7 +48,7 @@ def _plan(args: argparse.Namespace) -> Plan:
 
 def _width() -> int:
     """The terminal's width; 80 columns when the output goes to a file, a pipe or pre-commit."""
-    from bot.report import TEXT_WIDTH
+    from bot.report.formats import TEXT_WIDTH
 
     if not sys.stdout.isatty():
         return TEXT_WIDTH
@@ -56,7 +56,7 @@ def _width() -> int:
 
 
 def _print(plan: Plan, args: argparse.Namespace, applied: bool = False) -> None:
-    from bot.report import render
+    from bot.report.formats import render
 
     sys.stdout.write(render(plan, args.format, applied, width=_width(), fixes=not args.no_fixes))
 
@@ -73,7 +73,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     fix_them = f"fix the {errors} error(s) listed above as each one says" if errors else ""
     # Without a deployed revision apply makes every move, so advice to run it must not cover one
     # that loses data: against --base, apply protects those objects first instead.
-    from bot.stepping import unsafe_moves
+    from bot.fixes.stepping import unsafe_moves
 
     unsafe = unsafe_moves(plan.findings, plan.files) if not args.base else {}
     if plan.changes and unsafe:
@@ -96,8 +96,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _say_unstaged(args: argparse.Namespace, plan: Plan) -> None:
     """Name the layout's files that are not staged: pre-commit checks the staged files only, so an
     `apply` whose result is not staged would otherwise loop ("run apply", "up to date", ...)."""
-    from bot import git
-    from bot.inventory import clusters_dir
+    from bot.flux.inventory import clusters_dir
+    from bot.repo import git
 
     c = plan.config
     dirs = {c.apps_dir, c.base_dir, c.catalog_dir, clusters_dir(c)}
@@ -112,8 +112,8 @@ def _say_unstaged(args: argparse.Namespace, plan: Plan) -> None:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from bot import git
-    from bot.worktree import apply_changes
+    from bot.repo import git
+    from bot.repo.worktree import apply_changes
 
     plan = _plan(args)
     if plan.changes:
@@ -139,7 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             hint="on your machine run `wave-bot plan` to see the waves and findings, `wave-bot apply` to "
                  "regenerate them, or `wave-bot check` in CI and pre-commit",
         )
-    from bot.action import run
+    from bot.actions.run import run
 
     return run(os.environ, sys.stdout)
 
@@ -177,11 +177,11 @@ def _parser() -> argparse.ArgumentParser:
 def _report_error(exc: WaveBotError, fmt: str = "text") -> None:
     sys.stderr.write(f"wave-bot: error: {exc}\n")
     if fmt == "json":  # stdout stays one JSON document, for the script that reads it
-        from bot.report import error_json
+        from bot.report.formats import error_json
 
         sys.stdout.write(error_json(exc))
     elif os.environ.get("GITHUB_ACTIONS") == "true" or os.environ.get("GITEA_ACTIONS") == "true":
-        from bot.workflow_commands import error_annotation
+        from bot.actions.workflow_commands import error_annotation
 
         sys.stdout.write(error_annotation(exc))
 

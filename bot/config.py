@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot import yamlio
 from bot.errors import WaveBotError
 from bot.naming import did_you_mean, is_dns_label, is_safe_relpath, shown
 from bot.side import SIDE_SUFFIX, Side, Slot
+from bot.yamlio import documents as yamlio
 
 if TYPE_CHECKING:
-    from bot.tree import Tree
+    from bot.repo.tree import Tree
 
 CONFIG_FILE = ".wave-bot.yaml"
 WAVE_DIR_PREFIX = "wave-"

@@ -7,35 +7,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot import (
-    acceptance,
-    cascade,
-    gating,
-    hazards,
-    imageauto,
-    lifecycle,
-    overlaycheck,
-    overlayfix,
-    render,
-    restored,
-    stepping,
-    tiers,
-    units,
-    wiring,
-)
-from bot.catalog import load_catalog, missing_dir
+from bot.checks import acceptance, cascade, gating, imageauto, restored, tiers
+from bot.checks import cutover as lifecycle
+from bot.checks import deletes as hazards
+from bot.checks import overlays as overlaycheck
+from bot.checks import removal as checks_removal
+from bot.checks.removal import _deletes, _removable_sides, _removal, _wave_files
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.inventory import Inventory, ParseCache, read_flux_kustomizations, read_inventory
-from bot.kustomizations import Builds
-from bot.kustomize import find_kustomization
+from bot.fixes import overlays as overlayfix
+from bot.fixes import stepping
+from bot.flux.inventory import Inventory, read_flux_kustomizations, read_inventory
+from bot.flux.manifests import ParseCache
+from bot.flux.ownership import ownership
+from bot.kustomize.files import find_kustomization
+from bot.kustomize.repository import Builds
+from bot.layout import render, units, wiring
+from bot.layout.catalog import load_catalog, missing_dir
+from bot.layout.placement import AppFile, existing_slots, existing_waves, place_files
+from bot.layout.waves import WaveGraph, check_leaf_typos, compute_waves
 from bot.model import Change, Finding
 from bot.naming import file_stem, is_dns_label
-from bot.ownership import ownership
-from bot.placement import KUSTOMIZATION, AppFile, existing_slots, existing_waves, place_files
+from bot.repo.tree import PlannedTree, Tree, refuse_link
 from bot.side import Side, Slot, order
-from bot.tree import PlannedTree, Tree, refuse_link
-from bot.waves import WaveGraph, check_leaf_typos, compute_waves
 
 
 @dataclass(frozen=True)
@@ -190,9 +184,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         sides = [s for s in sides if s not in removed]
         gone = {p for n in removed for p in _wave_files(n, config)}
         writes = [c for c in writes if c.path not in gone]
-        findings += [hazards.wave_removed_finding(before, n, config, references.get(n, ()), removed=fix_overlays)
+        findings += [checks_removal.wave_removed_finding(before, n, config, references.get(n, ()), removed=fix_overlays)
                      for n in removed]
-        findings += [hazards.wave_removable_finding(before, n, config, refs)
+        findings += [checks_removal.wave_removable_finding(before, n, config, refs)
                      for n, refs in references.items() if n not in removed]
         findings += cascade.with_cascades(hazards.hazard_findings(before, now, config), base, before, config)
         deepest_before = max(existing_waves(base, config), default=None)
@@ -253,13 +247,6 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     )
 
 
-def _removable_sides(before: Inventory, now: Inventory, sides: list[Side], used: set[Slot]) -> tuple[Side, ...]:
-    """Side branches that applied nothing at base and apply nothing now: deleting their Flux
-    Kustomization deletes nothing, and nothing depends on a side branch."""
-    base_counts, now_counts = before.counts(), now.counts()
-    return tuple(s for s in sides if s not in used and not base_counts.get(s) and not now_counts.get(s))
-
-
 def _retire(
     tree: Tree, config: Config, cutover: lifecycle.Cutover, waves: tuple[int, ...], fix_overlays: bool
 ) -> list[Change]:
@@ -268,12 +255,12 @@ def _retire(
     patch files only it used. With --fix-overlays the waves' base entries take the legacy entry's
     place, in its style."""
     legacy = cutover.legacy
-    refs = hazards.kustomization_references(tree, config, legacy.name, legacy.path)
+    refs = checks_removal.kustomization_references(tree, config, legacy.name, legacy.path)
     read = {r.path: tree.read(r.path) for r in refs}
     base_entry = next((r for r in refs if r.key == "resources"), None)
     if fix_overlays and base_entry is not None:
         read[base_entry.path] = lifecycle.wave_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
-    changes = lifecycle.removal_changes(read, [r.item for r in refs])
+    changes = checks_removal.removal_changes(read, [r.item for r in refs])
     changes.append(Change("delete", legacy.path))
     # The apps directory's own kustomization, under whichever name kustomize accepts there.
     own = find_kustomization(tree, config.apps_dir)
@@ -327,43 +314,6 @@ def _release_plan(
         template_source=cutover.legacy.path,
         split=split,
     )
-
-
-def _removal(
-    tree: Tree, before: Inventory, now: Inventory, targets: set[int], config: Config, fix_overlays: bool,
-    sides: tuple[Side, ...] = (),
-) -> tuple[tuple[Slot, ...], dict[Slot, tuple[hazards.Reference, ...]], list[Change]]:
-    """The waves (and the removable side branches `sides`) to delete now, the lines referring to each
-    removable one, and the edits removing them.
-
-    With --fix-overlays the lines go with the wave. Without it, a wave that lines still refer to
-    stays (deleting it alone would break the builds), and so does every wave below it: waves go from
-    the top down. A side branch only keeps itself: nothing depends on it.
-    """
-    removable: tuple[Slot, ...] = (*hazards.removable_waves(before, now, max(targets, default=None)), *sides)
-    references = hazards.waves_references(tree, config, removable)
-    # A line wave-bot does not edit (a Flux Kustomization's own spec.patches) keeps its wave, quoted.
-    if fix_overlays and all(r.key for refs in references.values() for r in refs):
-        items = [r.item for n in removable for r in references[n]]
-        read = {item.path: tree.read(item.path) for item in items}
-        try:
-            return removable, references, lifecycle.removal_changes(read, items)
-        except WaveBotError:
-            pass  # a line wave-bot cannot remove safely (a flow-style list, ...): quote it instead
-    blocked = max((n for n in removable if references[n] and not isinstance(n, Side)), default=None)
-    removed = tuple(n for n in removable
-                    if (not references[n] if isinstance(n, Side) else blocked is None or n > blocked))
-    return removed, {n: refs for n, refs in references.items() if refs}, []
-
-
-def _wave_files(n: Slot, config: Config) -> tuple[str, str]:
-    """The two files wave-bot generates for wave `n` (or a side branch)."""
-    return f"{config.wave_dir(n)}/{KUSTOMIZATION}", config.wave_cr_path(n)
-
-
-def _deletes(tree: Tree, waves: tuple[Slot, ...], config: Config) -> list[Change]:
-    """Delete the generated files of `waves` (nothing else: a stray file keeps its directory)."""
-    return [Change("delete", p) for n in waves for p in _wave_files(n, config) if tree.kind(p) == "file"]
 
 
 def _generated(

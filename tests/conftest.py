@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-# Every plan any test makes is checked for findings that contradict each other (tests/contradictions.py).
-pytest_plugins = ["contradictions"]
+# Every plan any test makes is checked for findings that contradict each other (tests/support/contradictions.py).
+pytest_plugins = ["support.contradictions"]
 
 PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLE = PROJECT / "examples" / "homelab"
@@ -37,7 +37,7 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _fake_forges_spoke_like_the_real_ones() -> Iterator[None]:
-    """Fail a test whose fake forge answered what the real API could not (tests/fakes.py checks each
+    """Fail a test whose fake forge answered what the real API could not (tests/support/fakes.py checks each
     answer against the forge's API description), even if the code under test swallowed the error."""
     yield
     fakes = sys.modules.get("fakes")

@@ -1,7 +1,7 @@
 """Regenerate the trimmed API descriptions in this folder from the forges' official ones.
 
-The tests check every recorded answer and event payload against these copies (tests/apischema.py,
-tests/test_apispec.py, and the fake servers in tests/fakes.py as they answer). Each copy keeps only
+The tests check every recorded answer and event payload against these copies (tests/support/apischema.py,
+tests/actions/test_apispec.py, and the fake servers in tests/support/fakes.py as they answer). Each copy keeps only
 what wave-bot touches: the operations below, the webhook events the tests build, and every
 component they reach through `$ref` (kept as `$ref`s, with the same JSON pointers as the source,
 so that a copy reads like its source and can be diffed against a newer one).
@@ -21,7 +21,7 @@ Usage, from the project root:
 
 With no `--github-*` paths the script runs `npm install` of the versions below into a temporary
 directory (nothing is written to the project but the trimmed copies). Gitea is regenerated only
-when `--gitea` is given. Then run `pytest tests/test_apispec.py` and fix the fixtures it reports.
+when `--gitea` is given. Then run `pytest tests/actions/test_apispec.py` and fix the fixtures it reports.
 """
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""The checks: one family of findings per module."""

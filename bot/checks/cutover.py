@@ -1,0 +1,216 @@
+"""The transitions of the app tier beyond onboarding: removing a wave, and the cutover from `apps`.
+
+Both follow one principle: `apply` performs the next step that is safe for what is deployed (the
+base revision), and the report says which step it is and what comes next.
+
+Removing a wave: once the deployed wave applies nothing, its generated files go together with the
+lines that refer to its Flux Kustomization (the base entry, overlay patches aimed only at it), so
+every overlay keeps building. Without `--fix-overlays` wave-bot keeps the wave and quotes the exact
+lines; deleting them by hand is the step, and the next `apply` deletes the wave.
+
+The cutover (design doc §5.2), for a repository whose app tier is one Flux Kustomization `apps`
+with `path: ./<apps_dir>`:
+- step 1, deployed with prune: true (and no deletionPolicy: Orphan): only `prune: false` on it;
+- step 2, deployed with prune: false (or Orphan): the whole split at once.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.checks.removal import Item
+from bot.config import Config
+from bot.errors import WaveBotError
+from bot.flux.inventory import FluxKustomization, Inventory, OwnedResource, source_dir
+from bot.flux.vocabulary import PRUNE_DISABLED, PRUNE_KEY
+from bot.model import Change, Finding
+from bot.repo.tree import Tree
+from bot.yamlio import documents as yamlio
+from bot.yamlio import edit as yamledit
+
+
+@dataclass(frozen=True)
+class Cutover:
+    """Where a repository with the legacy app tier stands, and the step `apply` takes."""
+
+    legacy: FluxKustomization
+    """The legacy Kustomization as the work tree defines it."""
+    step: int
+    """1: release it (prune: false) first; 2: the whole split."""
+    deployed: str
+    """How the deployed state was learnt: 'the base revision' or 'the work tree (no --base)'."""
+    releases: bool
+    """Whether the legacy Kustomization is deployed so that deleting it deletes nothing."""
+
+
+def legacy_kustomization(flux: Sequence[FluxKustomization], config: Config) -> FluxKustomization | None:
+    """The Flux Kustomization that applies the apps directory itself (`path: ./<apps_dir>`)."""
+    found = [k for k in flux if source_dir(k) == posixpath.normpath(config.apps_dir)]
+    return found[0] if found else None
+
+
+def cutover(tree_flux: Sequence[FluxKustomization], base_inventory: Inventory | None, config: Config,
+            ) -> Cutover | None:
+    """The cutover step for this tree (its Flux Kustomizations); None without a legacy Kustomization."""
+    legacy = legacy_kustomization(tree_flux, config)
+    if legacy is None:
+        return None
+    deployed: FluxKustomization | None
+    if base_inventory is None:
+        deployed, where = legacy, "the work tree (no --base given, so it is taken as deployed)"
+    else:
+        deployed, where = legacy_kustomization(base_inventory.flux, config), "the base revision"
+    releases = deployed is None or not deployed.deletes_on_removal
+    return Cutover(legacy, 2 if releases else 1, where, releases)
+
+
+def _release_setting(legacy: FluxKustomization) -> tuple[str, str]:
+    """The one spec field (and value) that makes deleting `legacy` delete nothing: with these
+    policies the finalizer deletes whatever spec.prune says, so only Orphan releases."""
+    if legacy.deletion_policy in ("Delete", "WaitForTermination"):
+        return "deletionPolicy", "Orphan"
+    return "prune", "false"
+
+
+def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
+    """Step 1's only edit: `prune: false` (or `deletionPolicy: Orphan`) on the legacy Kustomization.
+
+    Only the value on that one line changes; comments and formatting stay. None when the work tree
+    already releases it (the pull request made step 1 itself).
+    """
+    if not legacy.deletes_on_removal:
+        return None
+    data = tree.read(legacy.path)
+    docs = yamlio.load(data, legacy.path)
+    doc = next(d for d in docs if isinstance(d.value, dict)
+               and (d.value.get("metadata") or {}).get("name") == legacy.name)
+    spec = doc.value.get("spec") or {}
+    key, value = _release_setting(legacy)
+    lines = data.decode().splitlines(keepends=True)
+    at = doc.info.line(("spec", key)) - 1
+    edited = re.sub(rf"^(\s*{key}:\s*)([^\s#]+|\"[^\"]*\"|'[^']*')", rf"\g<1>{value}", lines[at], count=1)
+    out = "".join([*lines[:at], edited, *lines[at + 1:]]).encode()
+    check = next(d for d in yamlio.load(out, legacy.path) if isinstance(d.value, dict)
+                 and (d.value.get("metadata") or {}).get("name") == legacy.name)
+    want = {**spec, key: False if key == "prune" else value}
+    if key not in spec or check.value.get("spec") != want:
+        raise WaveBotError(f"cannot set spec.{key}: {value} on {legacy.name} by editing one line",
+                           path=legacy.path, line=at + 1, hint=f"set spec.{key}: {value} by hand")
+    return Change("update", legacy.path, content=out)
+
+
+def wave_entries(data: bytes, entry: Item, legacy: FluxKustomization, waves: Sequence[int], config: Config) -> bytes:
+    """The base kustomization with an entry per wave right after the legacy entry, in its style; the
+    legacy entry itself is removed separately.
+
+    The legacy line's comment describes `apps` (`# Flux Kustomization -> ./apps (all app manifests)`):
+    copied, it would say something false on every wave's line. A wave's line gets a comment of its
+    own when the legacy one had a comment, else none.
+    """
+    text = yamledit.item_text(data, entry.path, entry.key, entry.index)
+    legacy_file = posixpath.basename(legacy.path)
+    first, _, rest = text.partition("\n")
+    commented = re.fullmatch(r"(-\s+\S+)(\s+)#.*", first)
+    for k, n in enumerate(waves):
+        line = yamledit.substitute(commented.group(1) if commented else first,
+                                   {legacy_file: posixpath.basename(config.wave_cr_path(n))})
+        if commented:
+            line += (f"{commented.group(2)}# Flux Kustomization -> ./{config.wave_dir(n)} "
+                     f"(dependsOn {', '.join(config.wave_depends_on(n)) or 'nothing'})")
+        data = yamledit.insert_item(data, entry.path, entry.key, f"{line}\n{rest}", after=entry.index + k)
+    return data
+
+
+def only_patches_for(data: bytes, path: str, name: str) -> bool:
+    """Whether every document of the patch file `data` patches the Flux Kustomization `name` (so the
+    file exists for it alone); an unreadable file is not."""
+    try:
+        docs = yamlio.load(data, path)
+    except WaveBotError:
+        return False
+    return bool(docs) and all(
+        isinstance(d.value, dict) and d.value.get("kind") == "Kustomization"
+        and isinstance(d.value.get("metadata"), dict) and d.value["metadata"].get("name") == name
+        for d in docs
+    )
+
+
+def stateful_objects(inventory: Inventory, legacy: FluxKustomization, config: Config) -> list[OwnedResource]:
+    """The objects the legacy Kustomization applies whose deletion loses data."""
+    from bot.flux.stateful import is_stateful
+
+    return [o for o in inventory.others if o.owner == legacy.name and is_stateful(o.id, config)]
+
+
+def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: int | None = None) -> Finding:
+    name, ns = c.legacy.name, c.legacy.id.namespace or "flux-system"
+    stateful = stateful_objects(inventory, c.legacy, config)
+    owned = sum(1 for o in inventory.others if o.owner == name)
+    key, value = _release_setting(c.legacy)
+    setting = f"{key}: {value}"
+    deployed_with = "prune: true" if key == "prune" else f"deletionPolicy: {c.legacy.deletion_policy}"
+    annotate = "\n".join(
+        f"kubectl{f' -n {o.id.namespace}' if o.id.namespace else ''} annotate "
+        f"{o.id.kind.lower()}{'.' + o.id.group if o.id.group else ''}/{o.id.name} {PRUNE_KEY}={PRUNE_DISABLED}"
+        for o in stateful
+    )
+    kinds: dict[str, int] = {}
+    for o in stateful:
+        kinds[f"{o.id.group}/{o.id.kind}" if o.id.group else o.id.kind] = kinds.get(
+            f"{o.id.group}/{o.id.kind}" if o.id.group else o.id.kind, 0) + 1
+    listed = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items())) or "no stateful object found"
+    into = f"waves 0 to {deepest}" if deepest else "wave 0" if deepest == 0 else "waves"
+    return Finding(
+        code="cutover-step-1",
+        severity="warning",
+        message=f"cutover step 1 of 2: {ns}/{name} ({c.legacy.path}:{c.legacy.line}) is deployed with {deployed_with} "
+                f"(according to {c.deployed}). Splitting the app tier removes it, and deleting a Kustomization "
+                f"that prunes deletes everything it still owns ({owned} object(s) here; the stateful ones: {listed}). "
+                f"So this change only sets `{setting}` on it, and nothing moves. Next: merge "
+                f"it, wait until it has reconciled (`flux get kustomization {name}`; `kubectl -n {ns} get "
+                f"kustomization {name} -o jsonpath='{{.spec.{key}}}'` prints {value}), then run wave-bot again "
+                "(push to this branch, re-run the workflow, or `wave-bot apply --base <the deployed revision> "
+                f"--fix-overlays`): step 2 splits the app tier into {into}. Optionally protect the stateful "
+                "objects meanwhile with the commands in the fix",
+        path=c.legacy.path,
+        line=c.legacy.line,
+        resource=str(c.legacy.id),
+        fix=annotate or None,
+    )
+
+
+def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequence[int]) -> Finding:
+    name = c.legacy.name
+    stateful = stateful_objects(inventory, c.legacy, config)
+    checks = [f"kubectl get {o.id.kind.lower()}{'.' + o.id.group if o.id.group else ''} "
+              f"{'-n ' + o.id.namespace + ' ' if o.id.namespace else ''}{o.id.name}" for o in stateful]
+    first = stateful[0] if stateful else None
+    label = (f"kubectl{' -n ' + first.id.namespace if first and first.id.namespace else ''} get "
+             f"{first.id.kind.lower()}/{first.id.name} -o jsonpath='{{.metadata.labels.kustomize\\.toolkit\\.fluxcd"
+             "\\.io/name}'" if first else "")
+    verify = "\n".join(["flux get kustomizations", *checks, "kubectl get deploy -A -o wide", *([label] if label
+                                                                                                 else [])])
+    return Finding(
+        code="cutover-step-2",
+        severity="info",
+        message=f"cutover step 2 of 2: {name} is deployed without pruning on removal (according to {c.deployed}), "
+                f"so this change splits the app tier at once: every manifest moves byte for byte into waves "
+                f"{', '.join(map(str, waves))} (generated from {c.legacy.path} as the template, with prune: true), "
+                f"and {c.legacy.path}, its base entry, {config.apps_dir}/kustomization.yaml and the overlay "
+                f"patches (and patch files) only {name} matched are removed. On merge Flux deletes {name} "
+                "without deleting anything it applied, and the waves adopt every object in place. Next: merge, "
+                "then verify with the commands in the fix (waves Ready, databases and PVCs with their original "
+                "age, labels moved to the waves)",
+        path=c.legacy.path,
+        line=c.legacy.line,
+        resource=str(c.legacy.id),
+        fix=verify,
+    )
+
+
+__all__ = [
+    "Cutover", "cutover", "legacy_kustomization", "only_patches_for", "release_change", "stateful_objects",
+    "step_1_finding", "step_2_finding", "wave_entries",
+]

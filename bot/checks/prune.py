@@ -1,0 +1,30 @@
+"""Prune values Flux cannot read."""
+from __future__ import annotations
+
+from bot.flux.inventory import FluxKustomization, Inventory
+from bot.model import Finding
+
+
+def invalid_prune_findings(now: Inventory) -> list[Finding]:
+    """`invalid-prune`: spec.prune that is not a YAML 1.2 boolean (`yes`, `on`, `"true"`, ...)."""
+    return [_invalid_prune(k) for k in now.flux
+            if k.prune_value and k.prune_value not in ("true", "false", "True", "False", "TRUE", "FALSE")]
+
+
+def _invalid_prune(k: FluxKustomization) -> Finding:
+    quoted = k.prune_value.startswith('"')
+    spelled = k.prune_value.strip('"').lower() if quoted else ""
+    why = ("which is quoted, so a string in every YAML version" if quoted else
+           "which kustomize reads as YAML 1.2, where it is a string")
+    return Finding(
+        code="invalid-prune",
+        severity="error",
+        message=f"{k.path}:{k.line}: the Flux Kustomization {k.name} has spec.prune: {k.prune_value}, {why}, not a "
+                "boolean: the Kustomization CRD rejects it and Flux cannot apply this revision of the cluster "
+                "entrypoints. wave-bot assumes it prunes",
+        path=k.path, line=k.line, resource=str(k.id),
+        fix=f"spec:\n  prune: {spelled if spelled in ('true', 'false') else 'true'}\n",
+    )
+
+
+__all__ = ["invalid_prune_findings"]

@@ -1,0 +1,1 @@
+"""Edits of hand-maintained files that clear a finding."""

@@ -1,0 +1,110 @@
+"""The next safe step of a move that would lose data (the cutover's principle, for every move).
+
+A file moving to a later wave is deleted by its old wave before the new one recreates it, unless
+the live objects carry `kustomize.toolkit.fluxcd.io/prune: disabled`. When that is a data-loss
+error, `apply` does not move the file: it keeps it where it is and adds the annotation to exactly
+the objects the move would delete (bot/fixes/protect.py). Once that is deployed (at the base revision)
+the move is safe and the next `apply` makes it. A SOPS-encrypted file is never edited (its MAC
+covers every value), so there the move is held and the report gives the `kubectl annotate`
+commands; an acceptance (bot/checks/acceptance.py) of the move then lets it through.
+"""
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+
+from bot.config import Config
+from bot.errors import WaveBotError
+from bot.fixes.protect import protect
+from bot.flux.stateful import is_stateful
+from bot.flux.vocabulary import PRUNE_DISABLED, PRUNE_KEY
+from bot.layout.placement import AppFile
+from bot.model import Change, Finding
+from bot.repo.tree import Tree
+from bot.resid import ResourceId
+from bot.yamlio import documents as yamlio
+
+Held = Mapping[str, frozenset[str]]
+"""Path of a file whose move is held -> the objects (str of their id) its move would delete."""
+
+
+def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile]) -> dict[str, frozenset[str]]:
+    """The moving files with a data-loss `later-wave-move`, and every object their move deletes."""
+    by_target = {f.target: f for f in files if f.moves}
+    deleted: dict[str, set[str]] = {}
+    losing: set[str] = set()
+    for finding in findings:
+        file = by_target.get(finding.path or "")
+        if finding.code != "later-wave-move" or finding.severity == "info" or file is None or not finding.resource:
+            continue
+        deleted.setdefault(file.path, set()).add(finding.resource)
+        if finding.severity == "error":
+            losing.add(file.path)
+    return {path: frozenset(deleted[path]) for path in sorted(losing)}
+
+
+def kubectl_annotate(rid: ResourceId) -> str:
+    what = f"{rid.kind.lower()}{'.' + rid.group if rid.group else ''}/{rid.name}"
+    return f"kubectl{f' -n {rid.namespace}' if rid.namespace else ''} annotate {what} {PRUNE_KEY}={PRUNE_DISABLED}"
+
+
+def _is_sops(data: bytes, path: str, docs: Sequence[yamlio.Document]) -> bool:
+    return ".sops." in posixpath.basename(path) or any(isinstance(d.value, dict) and "sops" in d.value for d in docs)
+
+
+def hold(tree: Tree, config: Config, held: Held, targets: Mapping[str, AppFile]) -> tuple[list[Change], list[Finding]]:
+    """The annotation edits for the held files and one `move-held` finding each; `targets` are the
+    held files as placed before the hold (where each is, and where it belongs)."""
+    changes, findings = [], []
+    for path, names in sorted(held.items()):
+        data = tree.read(path)
+        docs = yamlio.load(data, path)
+        ids = {str(r): r for r in (ResourceId.of_object(d.value) for d in docs if isinstance(d.value, dict))}
+        rids = sorted(ids[n] for n in names if n in ids)
+        why = ""
+        edited: bytes | None = None
+        if _is_sops(data, path, docs):
+            why = "it is SOPS-encrypted, and editing it would break its MAC"
+        else:
+            try:
+                edited = protect(data, path, rids)
+            except WaveBotError as exc:
+                why = f"wave-bot cannot edit it safely ({exc.message})"
+        if edited is not None and edited != data:
+            changes.append(Change("update", path, content=edited))
+        findings.append(_held_finding(path, targets[path], rids, why, config))
+    return changes, findings
+
+
+def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: str, config: Config) -> Finding:
+    target = source  # one record: where the file is (.wave) and where it belongs (.target_wave)
+    here = f"wave {source.wave}" if source.wave is not None else f"{config.apps_dir}/"
+    old_cr = config.wave_cr_name(source.wave) if source.wave is not None else "its Kustomization"
+    new_cr = config.wave_cr_name(target.target_wave) if target.target_wave is not None else "its new wave"
+    objects = ", ".join(f"`{r}`" for r in rids)
+    losing = ", ".join(f"`{r}`" for r in rids if is_stateful(r, config))
+    moving = (f"{path} belongs in wave {target.target_wave} ({target.target}), but moving it now makes {old_cr} "
+              f"delete {objects} before {new_cr} recreates them (data loss for {losing}). So wave-bot does not "
+              "move it yet")
+    commands = "\n".join(kubectl_annotate(r) for r in rids)
+    if why:
+        return Finding(
+            code="move-held", severity="warning", path=path, wave=source.wave, resource=str(rids[0]) if rids else None,
+            message=f"{moving}, and adds no annotation: {why}. To go on: annotate the live objects with the "
+                    f"commands in the fix, then accept the move for each of them in .wave-bot-accept.yaml "
+                    f"(resource and by:, see README) and run wave-bot again: it then moves the file. Once "
+                    f"{new_cr} owns them, remove the annotation (the same commands with `{PRUNE_KEY}-`)",
+            fix=commands,
+        )
+    return Finding(
+        code="move-held", severity="warning", path=path, wave=source.wave, resource=str(rids[0]) if rids else None,
+        message=f"{moving}: this change only adds `{PRUNE_KEY}: {PRUNE_DISABLED}` to {objects} in {path}, and the "
+                f"file stays in {here}. Next: merge it, wait until {old_cr} has reconciled it (`flux get "
+                f"kustomization {old_cr}`), then run wave-bot again (`wave-bot apply --base <the deployed "
+                f"revision>`, or push to the pull request): the annotation is then deployed and the move is "
+                f"safe. Once {new_cr} owns them, remove the annotation in a change of its own if Flux should "
+                "garbage-collect them again",
+    )
+
+
+__all__ = ["Held", "hold", "kubectl_annotate", "unsafe_moves"]

@@ -1,0 +1,1 @@
+"""What Flux applies, who owns each object, the evaluation paths, decryption, what is stateful."""

@@ -1,0 +1,1 @@
+"""kustomize as Flux runs it: the static evaluator and the repository's kustomizations."""

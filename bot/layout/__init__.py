@@ -1,0 +1,1 @@
+"""The wave layout: catalog -> waves -> placement -> the generated files."""

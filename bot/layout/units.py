@@ -1,0 +1,144 @@
+"""What a unit of the app tier is on disk: a file, or a directory (with or without a kustomization).
+
+A directory unit is `<apps>/<name>/` or `<apps>/wave-<N>/<name>/`, optionally one grouping folder
+down (`<apps>/<group>/<name>/`, the namespace folders of many Flux repositories), and it moves as a
+whole. A wave's kustomization lists a directory that has its own kustomization as the directory
+(`<group>/<name>`); one without is listed file by file, exactly what kustomize-controller
+generates for a path without a kustomization (every YAML file below it, a subdirectory with its own
+kustomization taken as one entry): kustomize itself refuses a listed directory with no
+kustomization in it, and wave-bot never writes into a unit's directory (its bytes travel untouched).
+"""
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.config import Config
+from bot.errors import WaveBotError
+from bot.kustomize.spec import KUSTOMIZATION_FILES
+from bot.naming import is_yaml_name
+from bot.repo.tree import Tree, refuse_link
+from bot.side import Slot
+from bot.yamlio import documents as yamlio
+
+
+@dataclass(frozen=True)
+class UnitEntry:
+    """A file or directory under the apps directory (or a wave directory) that can be a unit."""
+
+    path: str
+    rel: str
+    """Its path below the apps directory or its wave directory: `name`, or `group/name`."""
+    is_dir: bool
+    owned: bool
+    """Whether a node (or an extra unit) claims it by name; unowned entries stay where they are."""
+
+
+def own_kustomization(tree: Tree, directory: str) -> str | None:
+    """The directory's kustomization file under any name kustomize accepts; None without one."""
+    for name in KUSTOMIZATION_FILES:
+        kind = tree.kind(f"{directory}/{name}")
+        if kind == "link":
+            raise refuse_link(f"{directory}/{name}")
+        if kind == "file":
+            return f"{directory}/{name}"
+    return None
+
+
+def generated_listing(tree: Tree, directory: str) -> list[str]:
+    """What kustomize-controller's generated kustomization for `directory` lists, relative to it:
+    every YAML file below it, and each subdirectory holding a kustomization as one entry.
+    Links are refused: a unit moves as a whole and a link inside it could point anywhere."""
+    out: list[str] = []
+    for entry in tree.entries(directory):
+        path = f"{directory}/{entry.name}"
+        if entry.kind == "link":
+            raise refuse_link(path)
+        if entry.kind == "dir":
+            if own_kustomization(tree, path) is not None:
+                out.append(entry.name)
+            else:
+                out += (f"{entry.name}/{rel}" for rel in generated_listing(tree, path))
+        elif entry.kind == "file" and is_yaml_name(entry.name):
+            out.append(entry.name)
+    return out
+
+
+def listing(tree: Tree, path: str, rel: str, is_dir: bool) -> list[str]:
+    """The entries a wave's kustomization lists for the unit at `path` (`rel` below the wave)."""
+    if not is_dir:
+        return [rel]
+    if own_kustomization(tree, path) is not None:
+        return [rel]
+    return [f"{rel}/{item}" for item in generated_listing(tree, path)]
+
+
+def directories(tree: Tree, folder: str, claimed: Callable[[str], bool], in_wave: bool,
+                skip: Callable[[str], bool], groups: frozenset[str] = frozenset()) -> list[UnitEntry]:
+    """The directory units of `folder` (the apps directory, or one wave directory).
+
+    `claimed(name)` tells whether a node (or an extra unit) owns a directory of that name; `skip`
+    names the directories that are not units at all (the wave directories). A directory no node
+    claims but holding directories that one does is a grouping folder: its subdirectories are the
+    units (an unclaimed one is unplaced and kept), and its YAML files other than its kustomization
+    are unplaced too. So is a folder named in `groups` (one that is a grouping folder inside a wave:
+    once its units have moved there, what is left of it is still a group). Any other unclaimed
+    directory inside a wave is unplaced and kept; directly under the apps directory it is left alone
+    (another Flux tier, such as `apps/vms/`, lives there).
+    """
+    out: list[UnitEntry] = []
+    for entry in tree.entries(folder):
+        path = f"{folder}/{entry.name}"
+        if entry.kind != "dir" or skip(entry.name):
+            continue
+        if claimed(entry.name):
+            out.append(UnitEntry(path, entry.name, True, True))
+            continue
+        inside = tree.entries(path)
+        if entry.name not in groups and not any(e.kind == "dir" and claimed(e.name) for e in inside):
+            if in_wave:
+                out.append(UnitEntry(path, entry.name, True, False))
+            continue
+        for child in inside:
+            sub, rel = f"{path}/{child.name}", f"{entry.name}/{child.name}"
+            if child.kind == "link":
+                raise refuse_link(sub)
+            if child.kind == "dir":
+                out.append(UnitEntry(sub, rel, True, claimed(child.name)))
+            elif child.kind == "file" and is_yaml_name(child.name) and child.name not in KUSTOMIZATION_FILES:
+                out.append(UnitEntry(sub, rel, False, False))
+    return out
+
+
+def wave_refs(tree: Tree, kustomization: str) -> list[str]:
+    """The local entries a wave's kustomization lists under `resources`, relative to its directory
+    and without `./` (remote entries and entries leaving the directory are not followed)."""
+    docs = [d for d in yamlio.scan(tree.read(kustomization), kustomization, capture=_resource_item) if not d.empty]
+    if docs and (not docs[0].is_mapping or ("resources",) in docs[0].scalars):
+        raise WaveBotError("is not a kustomization with a list of resources", path=kustomization,
+                           line=docs[0].start_line, hint="run `wave-bot apply` to regenerate it")
+    items = docs[0].scalars if docs else {}
+    out = []
+    for _, ref in sorted((k, v) for k, v in items.items() if len(k) == 2):
+        path = posixpath.normpath(ref) if ref else ""
+        if path and "://" not in ref and path not in (".", "..") and not path.startswith(("../", "/")):
+            out.append(path)
+    return out
+
+
+def _resource_item(path: yamlio.Path) -> bool:
+    return len(path) <= 2 and path[0] == "resources"
+
+
+def directory_waves(paths: list[tuple[str, Slot | None]], config: Config) -> dict[str, Slot]:
+    """Directory name -> its wave, for every directory holding one of `paths` (path, wave) inside a
+    wave: where each directory unit was at a revision (units keep their names when they move)."""
+    out: dict[str, Slot] = {}
+    for path, wave in paths:
+        if wave is None:
+            continue
+        rel = path[len(config.wave_dir(wave)) + 1:]
+        for name in rel.split("/")[:-1]:
+            out.setdefault(name, wave)
+    return out

@@ -1,0 +1,1 @@
+"""The repository: the read-only `Tree` seam, the work tree, and git."""

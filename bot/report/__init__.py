@@ -1,0 +1,1 @@
+"""What people read: text, JSON, markdown, and findings grouped for a reviewer."""

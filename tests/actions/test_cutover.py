@@ -1,0 +1,411 @@
+"""The cutover from the monolithic `apps` Kustomization (design doc §5.2) on the flattened example.
+
+The flattened example is examples/homelab as it was before the split: every manifest directly in
+apps/ with apps/kustomization.yaml, one Flux Kustomization `apps` (path ./apps, prune: true), one
+decryption patch for it per overlay. `kubectl kustomize` proves every intermediate state builds and
+that the waves apply exactly what `apps` applied.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import responses
+from test_action import Scenario
+
+from bot.cli import main
+
+from conftest import EXAMPLE, PROJECT, Kubectl, git, installed_tool
+from support.actionkit import BRANCH
+from support.fakes import SERVERS
+
+APPS_ENTRY = "  - apps.yaml # Flux Kustomization -> ./apps (dependsOn platform-config)\n"
+DEV_PATCH = """  - patch: |
+      apiVersion: kustomize.toolkit.fluxcd.io/v1
+      kind: Kustomization
+      metadata:
+        name: apps
+        namespace: flux-system
+      spec:
+        decryption:
+          provider: sops
+          secretRef:
+            name: sops-age
+"""
+
+
+def flatten(repo: Path) -> None:
+    """Turn a copy of examples/homelab into its pre-split state and commit it."""
+    names = []
+    for wave in sorted((repo / "apps").glob("wave-*")):
+        for path in sorted(wave.iterdir()):
+            if path.name != "kustomization.yaml":
+                git(repo, "mv", str(path.relative_to(repo)), f"apps/{path.name}")
+                names.append(path.name)
+        git(repo, "rm", "-q", str((wave / "kustomization.yaml").relative_to(repo)))
+    (repo / "apps/kustomization.yaml").write_text(
+        "# The app tier: everything the `apps` Flux Kustomization applies.\n"
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+        + "".join(f"  - {n}\n" for n in sorted(names)))
+    wave0 = (repo / "clusters/base/apps-wave-0.yaml").read_text()
+    body = wave0.split("apiVersion:", 1)[1]
+    (repo / "clusters/base/apps.yaml").write_text(
+        "# The app tier: one Kustomization for all of apps/ (health-gated as a whole).\napiVersion:"
+        + body.replace("name: apps-wave-0", "name: apps").replace("path: ./apps/wave-0", "path: ./apps"))
+    for n in range(3):
+        git(repo, "rm", "-q", f"clusters/base/apps-wave-{n}.yaml", f"clusters/prod/patches/apps-wave-{n}-sops.yaml")
+    base = (repo / "clusters/base/kustomization.yaml").read_text()
+    base = re.sub(r"  - apps-wave-0\.yaml[^\n]*\n  - apps-wave-1\.yaml[^\n]*\n  - apps-wave-2\.yaml[^\n]*\n",
+                  APPS_ENTRY, base)
+    (repo / "clusters/base/kustomization.yaml").write_text(base)
+    dev = (repo / "clusters/dev/kustomization.yaml").read_text()
+    (repo / "clusters/dev/kustomization.yaml").write_text(dev[:dev.index("  - patch: |\n      apiVersion")] + DEV_PATCH)
+    prod = (repo / "clusters/prod/kustomization.yaml").read_text()
+    prod = re.sub(r"  - path: patches/apps-wave-0-sops\.yaml\n.*", "  - path: patches/apps-sops.yaml\n", prod,
+                  flags=re.S)
+    (repo / "clusters/prod/kustomization.yaml").write_text(prod)
+    (repo / "clusters/prod/patches/apps-sops.yaml").write_text(
+        (EXAMPLE / "clusters/prod/patches/apps-wave-0-sops.yaml").read_text().replace("apps-wave-0", "apps"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the monolithic app tier")
+
+
+@pytest.fixture
+def flat_repo(example_repo: Path) -> Path:
+    flatten(example_repo)
+    return example_repo
+
+
+def run(repo: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    code = main([args[0], str(repo), *args[1:], "--format", "json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out else {}
+
+
+def by_code(out: dict[str, Any], code: str) -> list[dict[str, Any]]:
+    return [f for f in out["findings"] if f["code"] == code]
+
+
+def documents(built: str) -> list[str]:
+    return sorted(d.strip() + "\n" for d in built.split("\n---\n") if d.strip())
+
+
+def build_ok(kubectl: Kubectl, path: Path) -> str:
+    result = kubectl(path)
+    assert result.returncode == 0, f"{path}: {result.stderr}"
+    return result.stdout
+
+
+def overlays_build(repo: Path, kubectl: Kubectl) -> dict[str, str]:
+    return {o: build_ok(kubectl, repo / o) for o in ("clusters/dev", "clusters/prod")}
+
+
+def test_the_flattened_example_builds_like_the_seed(flat_repo: Path, kubectl: Kubectl) -> None:
+    built = overlays_build(flat_repo, kubectl)
+    assert "name: apps\n" in built["clusters/dev"] and "apps-wave" not in built["clusters/dev"]
+    assert built["clusters/prod"].count("provider: sops") == 1
+    # The same objects the example's waves build (the design doc's "130 resources" check, here 51).
+    split = sorted(d for n in range(3) for d in documents(build_ok(kubectl, EXAMPLE / f"apps/wave-{n}")))
+    assert documents(build_ok(kubectl, flat_repo / "apps")) == split and len(split) == 51
+
+
+def test_step_1_only_releases_the_legacy_kustomization(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
+    diff = git(flat_repo, "diff", "--cached", "-U0", "--", "clusters/base/apps.yaml")  # apply stages it
+    assert [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
+        "-  prune: true", "+  prune: false"]
+    assert git(flat_repo, "status", "--porcelain").splitlines() == ["M  clusters/base/apps.yaml"]
+    (step,) = by_code(out, "cutover-step-1")
+    assert step["severity"] == "warning"
+    assert "cutover step 1 of 2" in step["message"] and "according to the base revision" in step["message"]
+    assert "step 2 splits the app tier into waves 0 to 2" in step["message"]
+    assert "`kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}'` prints false" in step["message"]
+    assert "flux get kustomization apps" in step["message"]
+    assert ("kubectl -n nextcloud-db annotate cluster.postgresql.cnpg.io/nextcloud-db "
+            "kustomize.toolkit.fluxcd.io/prune=disabled") in step["fix"].splitlines()
+    assert "kubectl -n pihole annotate persistentvolumeclaim/pihole-data" in step["fix"]
+    assert not [f for f in out["findings"] if f["severity"] == "error"]
+    overlays_build(flat_repo, kubectl)
+    # The PR already made step 1: nothing more to do, the report still says which step this is.
+    code, again = run(flat_repo, capsys, "check", "--base", "HEAD")
+    assert code == 0 and again["changes"] == [] and by_code(again, "cutover-step-1")
+
+
+def test_step_1_shows_the_split_step_2_will_make_in_every_format(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_markdown import assert_renders_as_intended, headings
+
+    _, out = run(flat_repo, capsys, "plan", "--base", "HEAD")
+    assert by_code(out, "cutover-step-1") and out["split"]["waves"] == [0, 1, 2]
+    assert out["split"]["placement"]["2"] == ["apps/wave-2/seerr.yaml"]
+    assert "apps/wave-0/plex.yaml" in out["split"]["placement"]["0"]
+    capsys.readouterr()
+    main(["plan", str(flat_repo), "--base", "HEAD"])
+    text = capsys.readouterr().out
+    assert "No ServiceDefinition" not in text
+    table = text.split("The waves step 2 of the cutover will produce (this change moves nothing):\n", 1)[1]
+    assert re.search(r"^2 +seerr +seerr.yaml$", table, flags=re.M) and re.search(r"^0 +gitea ", table, flags=re.M)
+    main(["plan", str(flat_repo), "--base", "HEAD", "--format", "markdown"])
+    markdown = capsys.readouterr().out
+    spans = [t.content for t in assert_renders_as_intended(markdown) if t.type == "code_inline"]
+    assert {"prune: false", "flux get kustomization apps",
+            "kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}'"} <= set(spans)
+    assert ("h4", "The waves step 2 of the cutover will produce (this change moves nothing)") in headings(markdown)
+    assert "| 2 | `seerr` | `seerr.yaml` |" in markdown and "No ServiceDefinition" not in markdown
+    graph = markdown.split("```mermaid\n", 1)[1]
+    assert 'subgraph w2["wave 2"]' in graph and "w1 ==> w2" in graph
+
+
+def test_without_base_the_work_tree_is_taken_as_deployed(flat_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(flat_repo, capsys, "apply")
+    assert code == 0 and out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
+    (step,) = by_code(out, "cutover-step-1")
+    assert "according to the work tree (no --base given, so it is taken as deployed)" in step["message"]
+
+
+@pytest.mark.parametrize("policy", ["WaitForTermination", "Delete"])
+def test_step_1_orphans_a_legacy_kustomization_whose_deletion_policy_always_prunes(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], policy: str
+) -> None:
+    # With these policies the finalizer deletes everything whatever spec.prune says: only Orphan
+    # releases the objects, so step 1 must change that line and tell the user to check that one.
+    apps = flat_repo / "clusters/base/apps.yaml"
+    apps.write_text(apps.read_text().replace("  prune: true\n", f"  prune: true\n  deletionPolicy: {policy}\n"))
+    git(flat_repo, "commit", "-q", "-am", f"apps: deletionPolicy {policy}")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
+    diff = git(flat_repo, "diff", "-U0", "--", "clusters/base/apps.yaml")
+    assert [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
+        f"-  deletionPolicy: {policy}", "+  deletionPolicy: Orphan"]
+    (step,) = by_code(out, "cutover-step-1")
+    assert f"is deployed with deletionPolicy: {policy}" in step["message"]
+    assert "this change only sets `deletionPolicy: Orphan` on it" in step["message"]
+    assert "jsonpath='{.spec.deletionPolicy}'` prints Orphan" in step["message"]
+    assert ".spec.prune" not in step["message"]
+
+
+@pytest.mark.parametrize("policy", ["Orphan", "MirrorPrune"])
+def test_a_legacy_kustomization_released_by_its_deletion_policy_goes_straight_to_step_2(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], policy: str
+) -> None:
+    # Orphan releases whatever prune says; MirrorPrune follows prune (true here), so it needs step 1.
+    apps = flat_repo / "clusters/base/apps.yaml"
+    apps.write_text(apps.read_text().replace("  prune: true\n", f"  prune: true\n  deletionPolicy: {policy}\n"))
+    git(flat_repo, "commit", "-q", "-am", f"apps: deletionPolicy {policy}")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    if policy == "Orphan":
+        assert by_code(out, "cutover-step-2") and not by_code(out, "cutover-step-1")
+        assert not (flat_repo / "clusters/base/apps.yaml").exists()
+    else:
+        assert by_code(out, "cutover-step-1")
+        assert out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
+        assert "+  prune: false" in git(flat_repo, "diff", "-U0", "--", "clusters/base/apps.yaml").splitlines()
+
+
+def test_step_2_splits_everything_once_step_1_is_deployed(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    legacy = documents(build_ok(kubectl, flat_repo / "apps"))
+    run(flat_repo, capsys, "apply", "--base", "HEAD")
+    git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (step,) = by_code(out, "cutover-step-2")
+    assert "cutover step 2 of 2" in step["message"] and "flux get kustomizations" in step["fix"]
+    assert not [f for f in out["findings"] if f["severity"] == "error"], out["findings"]
+    for gone in ("clusters/base/apps.yaml", "apps/kustomization.yaml"):
+        assert not (flat_repo / gone).exists()
+    assert not list((flat_repo / "apps").glob("*.yaml"))
+    # The waves apply exactly what `apps` applied, byte for byte.
+    waves = sorted((flat_repo / "apps").glob("wave-*"))
+    assert [w.name for w in waves] == ["wave-0", "wave-1", "wave-2"]
+    assert sorted(d for w in waves for d in documents(build_ok(kubectl, w))) == legacy
+    built = overlays_build(flat_repo, kubectl)
+    for overlay, text in built.items():
+        assert "name: apps\n" not in text, overlay
+        for n in range(3):
+            wave = text.split(f"name: apps-wave-{n}\n", 1)[1].split("\n---", 1)[0]
+            assert "provider: sops" in wave and "prune: true" in wave, (overlay, n)
+    base = (flat_repo / "clusters/base/kustomization.yaml").read_text()
+    assert "apps.yaml" not in base.replace("apps-wave-", "") and "- apps-wave-2.yaml" in base
+    assert "# App tier, split into dependency-ordered WAVES." in base  # comments kept
+    # Each wave's line, rewritten from the legacy one, says what that wave really depends on.
+    assert [line for line in base.splitlines() if "-> ./apps/" in line] == [
+        f"  - apps-wave-{n}.yaml # Flux Kustomization -> ./apps/wave-{n} (dependsOn {dep})"
+        for n, dep in enumerate(["platform-config", "apps-wave-0", "apps-wave-1"])]
+    git(flat_repo, "add", "-A")
+    git(flat_repo, "commit", "-q", "-m", "step 2: the split")
+    code, after = run(flat_repo, capsys, "check", "--base", "HEAD~1")
+    assert code == 0, [f for f in after["findings"] if f["severity"] == "error"]
+    code, settled = run(flat_repo, capsys, "check", "--base", "HEAD")
+    assert code == 0 and not by_code(settled, "cutover-step-2") and not by_code(settled, "cutover-step-1")
+
+
+def test_step_2_without_fix_overlays_gives_the_snippets_and_still_builds(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    run(flat_repo, capsys, "apply", "--base", "HEAD")
+    git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD")
+    assert code == 0
+    assert {f["wave"] for f in by_code(out, "missing-base-entry")} == {0, 1, 2}
+    assert all("- apps-wave-" in f["fix"] for f in by_code(out, "missing-base-entry"))
+    assert by_code(out, "missing-decryption")
+    overlays_build(flat_repo, kubectl)
+
+
+def test_the_split_keeps_what_apps_depended_on_and_writes_its_own_comments(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    """A repository whose `apps` waits for `platform` (not the default root, platform-config), and whose
+    base entry describes `apps`: wave 0 keeps waiting for `platform`, through step 2 and after it."""
+    legacy = flat_repo / "clusters/base/apps.yaml"
+    legacy.write_text(legacy.read_text().replace("- name: platform-config", "- name: platform"))
+    base = flat_repo / "clusters/base/kustomization.yaml"
+    own = "  - apps.yaml # Flux Kustomization -> ./apps (all app manifests)\n"
+    base.write_text(base.read_text().replace(APPS_ENTRY, own))
+    git(flat_repo, "commit", "-q", "-am", "apps waits for platform")
+    run(flat_repo, capsys, "apply", "--base", "HEAD")
+    git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0, [f for f in out["findings"] if f["severity"] == "error"]
+    built = build_ok(kubectl, flat_repo / "clusters/dev")
+    wave0 = built.split("name: apps-wave-0\n", 1)[1].split("\n---", 1)[0]
+    assert "dependsOn:\n  - name: platform\n" in wave0
+    lines = [line for line in base.read_text().splitlines() if "apps-wave-" in line and line.startswith("  - ")]
+    assert lines == ["  - apps-wave-0.yaml # Flux Kustomization -> ./apps/wave-0 (dependsOn platform)",
+                     "  - apps-wave-1.yaml # Flux Kustomization -> ./apps/wave-1 (dependsOn apps-wave-0)",
+                     "  - apps-wave-2.yaml # Flux Kustomization -> ./apps/wave-2 (dependsOn apps-wave-1)"]
+    git(flat_repo, "add", "-A")
+    git(flat_repo, "commit", "-q", "-m", "step 2: the split")
+    code, settled = run(flat_repo, capsys, "check", "--base", "HEAD")
+    assert code == 0 and settled["status"]["state"] == "up-to-date"
+    assert "- name: platform\n" in (flat_repo / "clusters/base/apps-wave-0.yaml").read_text()
+
+
+def test_a_plain_merge_of_the_split_is_still_an_error(flat_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    git(flat_repo, "checkout", "-q", "-b", "naive")
+    git(flat_repo, "rm", "-q", "clusters/base/apps.yaml")
+    git(flat_repo, "commit", "-q", "-m", "drop apps")
+    code, out = run(flat_repo, capsys, "plan", "--base", "main")
+    (removed,) = by_code(out, "kustomization-removed")
+    assert removed["severity"] == "error"
+
+
+# ---- through the bot: `wave-bot run` on pull requests, as the runner runs it -----------------------
+
+
+@pytest.fixture(params=["github", "gitea"])
+def flat_scenario(request: pytest.FixtureRequest, flat_repo: Path, tmp_path: Path) -> Iterator[Scenario]:
+    git(flat_repo, "push", "-q", "origin", "main")
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        server = SERVERS[request.param](rsps)
+        yield Scenario(request.param, flat_repo.parent / "homelab-origin.git", flat_repo, tmp_path, server)
+
+
+def test_the_bot_releases_first_and_splits_once_that_is_deployed(flat_scenario: Scenario, kubectl: Kubectl) -> None:
+    s = flat_scenario
+    s.pr_branch({"README.md": "Adopting wave-bot.\n"}, message="adopt wave-bot")
+    env = {"INPUT_FIX-OVERLAYS": "true"}
+    code, log = s.run(s.env(s.checkout("first")) | env)
+    assert code == 0, log
+    step_1 = git(s.origin, "rev-parse", BRANCH).strip()
+    assert git(s.origin, "diff", "--name-only", f"{step_1}~1", step_1).split() == ["clusters/base/apps.yaml"]
+    body = s.server.bodies()[-1].replace("\\", "")  # as GitHub renders the markdown's escapes
+    assert "cutover step 1 of 2" in body and "then run wave-bot again" in body
+
+    # A push to the PR before step 1 is deployed: still step 1, nothing more to commit.
+    s.head_sha = step_1
+    s.server.pulls[7]["head"]["sha"] = step_1
+    code, log = s.run(s.env(s.checkout("again")) | env)
+    assert code == 0, log
+    assert git(s.origin, "rev-parse", BRANCH).strip() == step_1
+
+    # Merged and reconciled: the next pull request's base releases `apps`, so the bot makes step 2.
+    git(s.work, "fetch", "-q", "origin", BRANCH)
+    git(s.work, "checkout", "-q", "main")
+    git(s.work, "merge", "-q", "--ff-only", f"origin/{BRANCH}")
+    git(s.work, "push", "-q", "origin", "main")
+    s.pr_branch({"README.md": "Adopting wave-bot: step 2.\n"}, message="split the app tier")
+    code, log = s.run(s.env(s.checkout("second")) | env)
+    assert code == 0, log
+    step_2 = git(s.origin, "rev-parse", BRANCH).strip()
+    changed = git(s.origin, "diff", "--name-status", "--find-renames=100%", f"{step_2}~1", step_2)
+    assert "D\tclusters/base/apps.yaml" in changed and "D\tapps/kustomization.yaml" in changed
+    assert "R100\tapps/nextcloud-db.yaml\tapps/wave-0/nextcloud-db.yaml" in changed
+    body = s.server.bodies()[-1].replace("\\", "")
+    assert "cutover step 2 of 2" in body and "flux get kustomizations" in body
+    result = s.checkout("built")
+    git(result, "checkout", "-q", step_2)
+    overlays_build(result, kubectl)
+
+
+def test_a_dispatch_after_step_1_is_deployed_splits_the_branch(flat_scenario: Scenario) -> None:
+    s = flat_scenario
+    (s.work / "clusters/base/apps.yaml").write_text(
+        (s.work / "clusters/base/apps.yaml").read_text().replace("prune: true", "prune: false"))
+    git(s.work, "commit", "-q", "-am", "step 1, merged and deployed")
+    git(s.work, "push", "-q", "origin", "HEAD:refs/heads/main")
+    code, log = s.run(s.env(s.checkout(), event="workflow_dispatch") | {"INPUT_FIX-OVERLAYS": "true"})
+    assert code == 0, log
+    assert "Generated-by: flux-wave-bot" in s.origin_log("main")[0]
+    tree = git(s.origin, "ls-tree", "-r", "--name-only", "main").split()
+    assert "apps/wave-0/nextcloud-db.yaml" in tree and "clusters/base/apps.yaml" not in tree
+    assert "cutover step 2 of 2" in (s.tmp / "summary.md").read_text().replace("\\", "")
+
+
+# ---- the README's adoption section, run as written ------------------------------------------------
+
+
+def readme_commands(section: str) -> list[str]:
+    """The shell lines of the README section `section` (continuations joined, comments dropped)."""
+    text = (PROJECT / "README.md").read_text()
+    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    lines = []
+    for block in re.findall(r"```sh\n(.*?)```", body, flags=re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = re.sub(r"\s+#.*$", "", line.strip())
+            if line:
+                lines.append(line)
+    return lines
+
+
+def test_the_readme_adoption_steps_work_as_written(flat_repo: Path, kubectl: Kubectl) -> None:
+    """The git, wave-bot and kubectl kustomize lines of the section, on the flattened example with an
+    origin; merging each step's branch stands for the pull request. `pip install` and the commands that
+    need a live cluster (flux, kubectl get/annotate) are the user's."""
+    git(flat_repo, "push", "-q", "origin", "main")
+    git(flat_repo, "fetch", "-q", "origin")
+    commands = readme_commands("Adopting wave-bot in an existing repository")
+    # Installed outside the repository (pipx): nothing the README runs leaves a virtualenv in it.
+    assert any(c.startswith("pipx install ") for c in commands) and any(c.startswith("flux get") for c in commands)
+    assert not [c for c in commands if "venv" in c]
+    tools = {"wave-bot": str(installed_tool("wave-bot")), "kubectl": str(installed_tool("kubectl"))}
+    ran = []
+    for command in commands:
+        for part in command.split(" && "):
+            argv = part.replace("> /dev/null", "").split()
+            if argv[0] == "kubectl" and argv[1] != "kustomize" or argv[0] not in ("git", *tools):
+                continue
+            if argv[0] == "git" and argv[1] == "switch" and ran:  # the previous step's PR is merged
+                git(flat_repo, "commit", "-q", "-am", "the previous step")
+                git(flat_repo, "push", "-q", "origin", "HEAD:main")
+                git(flat_repo, "fetch", "-q", "origin")
+            result = subprocess.run([tools.get(argv[0], argv[0]), *argv[1:]], cwd=flat_repo, capture_output=True,
+                                    text=True)
+            assert result.returncode == 0, f"{part}: {result.stdout}{result.stderr}"
+            ran.append(part)
+    assert len([r for r in ran if "wave-bot apply" in r]) == 2 and any("kubectl kustomize" in r for r in ran)
+    assert (flat_repo / "apps/wave-2/seerr.yaml").is_file() and not (flat_repo / "clusters/base/apps.yaml").exists()

@@ -1,0 +1,338 @@
+"""Owners inside the waves (issue 19): deleting a Flux Kustomization or a HelmRelease that a wave
+applies deletes what it owns. Reproduced on copies of examples/homelab whose pihole unit holds only
+an owner, as the issue describes them, through the CLI with real git."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.checks.cascade import cascade_of
+from bot.cli import main
+from bot.config import Config
+from bot.repo.worktree import FsTree
+from bot.resid import ResourceId
+from bot.yamlio import documents as yamlio
+
+from conftest import Kubectl, git, pvc, write_files
+
+CHILD = "kustomize.toolkit.fluxcd.io/Kustomization flux-system/pihole"
+RELEASE = "helm.toolkit.fluxcd.io/HelmRelease pihole/pihole"
+PIHOLE_PVC = "PersistentVolumeClaim pihole/pihole-data"
+PIHOLE_DEPLOY = "apps/Deployment pihole/pihole"
+
+
+def child(prune: str = "true", path: str = "./kubernetes/pihole/app", extra: str = "") -> str:
+    return f"""apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: pihole
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: {path}
+  prune: {prune}
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+{extra}"""
+
+
+def release(values: str = "") -> str:
+    return f"""apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: pihole
+  namespace: pihole
+spec:
+  interval: 30m
+  chart:
+    spec:
+      chart: pihole
+      sourceRef:
+        kind: HelmRepository
+        name: mojo2600
+        namespace: flux-system
+{values}"""
+
+
+APP = {
+    "kubernetes/pihole/app/kustomization.yaml": "resources:\n  - deployment.yaml\n  - pvc.yaml\n",
+    "kubernetes/pihole/app/deployment.yaml": """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: pihole
+  namespace: pihole
+spec:
+  selector:
+    matchLabels: {app: pihole}
+  template:
+    metadata:
+      labels: {app: pihole}
+    spec:
+      containers:
+        - name: pihole
+          image: docker.io/pihole/pihole:2024.07.0
+""",
+    "kubernetes/pihole/app/pvc.yaml": pvc("pihole-data", "pihole").replace("1Gi", "2Gi"),
+}
+
+
+def with_unit(repo: Path, unit: str, files: dict[str, str] | None = None) -> Path:
+    """`repo` with pihole's unit file holding `unit` (and `files` beside it), committed as the base."""
+    (repo / "apps/wave-0/pihole.yaml").write_text(unit)
+    for path, text in (APP if files is None else files).items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "pihole is an owner")
+    return repo
+
+
+def gain_dependency(repo: Path) -> None:
+    """pihole needs jackett (wave 0): pihole moves to wave 1."""
+    catalog = repo / "catalog/pihole.yaml"
+    catalog.write_text(catalog.read_text() + "  dependencies:\n    - to: jackett\n")
+
+
+def plan(repo: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    capsys.readouterr()
+    code = main(["plan", str(repo), "--base", "HEAD", "--format", "json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return list(json.loads(out.out)["findings"])
+
+
+def about(findings: list[dict[str, Any]], resource: str) -> list[dict[str, Any]]:
+    return [f for f in findings if f.get("resource") == resource]
+
+
+def test_moving_a_pruning_child_kustomization_to_a_later_wave_is_an_error_naming_its_pvc(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = with_unit(example_repo, child())
+    gain_dependency(repo)
+    (move,) = about(plan(repo, capsys), CHILD)
+    assert move["code"] == "later-wave-move" and move["severity"] == "error"
+    assert "its finalizer (prune: true) deletes everything in its inventory" in move["message"]
+    assert PIHOLE_PVC in move["message"] and PIHOLE_DEPLOY in move["message"]
+    assert "restart" not in move["message"]
+    assert move["fix"] == "spec:\n  prune: false\n"
+    assert "sets spec.prune: false on the Flux Kustomization flux-system/pihole" in move["message"]
+
+
+def test_a_child_kustomization_that_does_not_prune_moves_with_nothing_lost(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = with_unit(example_repo, child(prune="false"))
+    gain_dependency(repo)
+    (move,) = about(plan(repo, capsys), CHILD)
+    assert move["code"] == "later-wave-move" and move["severity"] == "info"
+    assert "its finalizer deletes nothing (prune: false)" in move["message"]
+    assert PIHOLE_PVC not in move["message"]
+
+
+def test_deleting_the_unit_file_of_a_pruning_child_is_an_error_naming_its_pvc(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = with_unit(example_repo, child(extra="  deletionPolicy: WaitForTermination\n"))
+    (repo / "apps/wave-0/pihole.yaml").unlink()
+    (removed,) = about(plan(repo, capsys), CHILD)
+    assert removed["code"] == "resource-removed" and removed["severity"] == "error"
+    assert "its finalizer (deletionPolicy: WaitForTermination) deletes everything" in removed["message"]
+    assert PIHOLE_PVC in removed["message"] and PIHOLE_DEPLOY in removed["message"]
+    assert removed["fix"] == "spec:\n  deletionPolicy: Orphan\n"
+
+
+def test_orphan_keeps_what_a_removed_child_owns(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = with_unit(example_repo, child(extra="  deletionPolicy: Orphan\n"))
+    (repo / "apps/wave-0/pihole.yaml").unlink()
+    (removed,) = about(plan(repo, capsys), CHILD)
+    assert removed["severity"] == "info" and "its finalizer deletes nothing (deletionPolicy: Orphan)" in removed[
+        "message"]
+
+
+def test_the_childs_own_patches_and_nested_kustomizations_are_evaluated(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The child's spec.patches protect the PVC; a Kustomization inside its path owns a CNPG database.
+    protect = """  patches:
+    - target: {kind: PersistentVolumeClaim}
+      patch: |
+        - op: add
+          path: /metadata/annotations
+          value: {kustomize.toolkit.fluxcd.io/prune: disabled}
+"""
+    db = child(path="./kubernetes/pihole/db").replace("name: pihole\n  namespace", "name: pihole-db\n  namespace")
+    files = {**APP, "kubernetes/pihole/app/kustomization.yaml": "resources: [deployment.yaml, pvc.yaml, db.yaml]\n",
+             "kubernetes/pihole/app/db.yaml": db,
+             "kubernetes/pihole/db/cluster.yaml": "apiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata:\n"
+                                                 "  name: pihole-db\n  namespace: pihole\n"}
+    repo = with_unit(example_repo, child(extra=protect), files)
+    gain_dependency(repo)
+    (move,) = about(plan(repo, capsys), CHILD)
+    assert move["severity"] == "error"
+    assert "Data is lost: postgresql.cnpg.io/Cluster pihole/pihole-db" in move["message"]
+    assert f"Left in place (they carry kustomize.toolkit.fluxcd.io/prune: disabled): {PIHOLE_PVC}" in move["message"]
+    assert "kustomize.toolkit.fluxcd.io/Kustomization flux-system/pihole-db" in move["message"]
+
+
+@pytest.mark.parametrize(("path", "extra", "said"), [
+    ("../elsewhere", "", "its path ../elsewhere is outside the repository"),
+    ("./kubernetes/pihole/app", "", "its sourceRef is GitRepository pihole-charts"),
+])
+def test_what_cannot_be_evaluated_is_said(path: str, extra: str, said: str, example_repo: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    unit = child(path=path)
+    if "sourceRef" in said:
+        unit = unit.replace("name: flux-system\n", "name: pihole-charts\n")
+    repo = with_unit(example_repo, unit)
+    gain_dependency(repo)
+    (move,) = about(plan(repo, capsys), CHILD)
+    assert f"Not evaluated, check by hand: what it applies ({said}" in move["message"]
+    assert move["severity"] == "warning" and PIHOLE_PVC not in move["message"]
+
+
+def test_a_helmrelease_moved_to_a_later_wave_is_an_uninstall_and_an_error_with_persistence(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = with_unit(example_repo, release("  values:\n    persistence:\n      enabled: true\n      size: 2Gi\n"), {})
+    gain_dependency(repo)
+    (move,) = about(plan(repo, capsys), RELEASE)
+    assert move["code"] == "later-wave-move" and move["severity"] == "error"
+    assert "helm-controller uninstalls the release" in move["message"] and "restart" not in move["message"]
+    assert "spec.values.persistence.enabled is true" in move["message"]
+    assert "Not evaluated, check by hand: what the chart renders" in move["message"]
+
+
+EXISTING_CLAIM = "  values:\n    persistence:\n      enabled: true\n      existingClaim: data\n"
+
+
+@pytest.mark.parametrize("values", ["", EXISTING_CLAIM])
+def test_a_helmrelease_without_persistence_it_owns_is_an_uninstall_warning(
+    values: str, example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = with_unit(example_repo, release(values), {})
+    gain_dependency(repo)
+    (move,) = about(plan(repo, capsys), RELEASE)
+    assert move["severity"] == "warning"
+    assert "helm-controller uninstalls the release" in move["message"] and "restart" not in move["message"]
+
+
+def test_a_helmrelease_rendering_a_stateful_kind_from_its_values_is_an_error(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = """  values:
+    extraObjects:
+      - apiVersion: postgresql.cnpg.io/v1
+        kind: Cluster
+        metadata: {name: pihole-db}
+"""
+    repo = with_unit(example_repo, release(values), {})
+    gain_dependency(repo)
+    (move,) = about(plan(repo, capsys), RELEASE)
+    assert move["severity"] == "error"
+    assert "spec.values.extraObjects[0] holds postgresql.cnpg.io/Cluster pihole-db" in move["message"]
+
+
+# ---- the child's build against real kustomize ----------------------------------------------------
+
+COMPONENT = {
+    "kubernetes/pihole/extra/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+                                                  "resources: [cm.yaml]\npatches:\n  - target: {kind: Deployment}\n"
+                                                  "    patch: |\n      - op: add\n        path: /metadata/labels\n"
+                                                  "        value: {tier: dns}\n",
+    "kubernetes/pihole/extra/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pihole-env\n",
+}
+SHAPES = {
+    "listed, with spec.patches and spec.components": (
+        {**APP, **COMPONENT,
+         "kubernetes/pihole/app/kustomization.yaml": "namespace: pihole\nresources: [deployment.yaml, pvc.yaml]\n"},
+        """  components: [../extra]
+  patches:
+    - target: {kind: PersistentVolumeClaim, name: pihole-.*}
+      patch: |
+        - op: add
+          path: /metadata/annotations
+          value: {kustomize.toolkit.fluxcd.io/prune: disabled}
+""", None),
+    "a $patch: delete, labels and a strategic-merge spec.patches entry": (
+        {**APP, "kubernetes/pihole/app/cm.yaml": COMPONENT["kubernetes/pihole/extra/cm.yaml"],
+         "kubernetes/pihole/app/kustomization.yaml": "resources: [deployment.yaml, pvc.yaml, cm.yaml]\n"
+                                                     "commonLabels: {app: pihole}\npatches:\n  - patch: |\n"
+                                                     "      apiVersion: v1\n      kind: ConfigMap\n"
+                                                     "      metadata: {name: pihole-env}\n      $patch: delete\n"},
+        """  patches:
+    - target: {labelSelector: app=pihole, kind: Deployment}
+      patch: |
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: any
+          annotations: {kustomize.toolkit.fluxcd.io/prune: disabled}
+""", None),
+    "no kustomization (generated), with a subdirectory that has one": (
+        {"kubernetes/pihole/app/deployment.yaml": APP["kubernetes/pihole/app/deployment.yaml"],
+         "kubernetes/pihole/app/data/pvc.yaml": APP["kubernetes/pihole/app/pvc.yaml"],
+         "kubernetes/pihole/app/sub/kustomization.yaml": "resources: [cm.yaml]\nnamespace: pihole\n",
+         "kubernetes/pihole/app/sub/cm.yaml": COMPONENT["kubernetes/pihole/extra/cm.yaml"]},
+        "", "resources: [deployment.yaml, data/pvc.yaml, sub]\n"),
+}
+
+
+def kubectl_ids(kubectl: Kubectl, root: Path, extra: str, generated: str | None) -> set[tuple[str, bool]]:
+    """(object, carries prune: disabled) for what kustomize-controller builds: the child's spec.patches and
+    spec.components appended to the kustomization of its path (or to the one it generates)."""
+    app = root / "kubernetes/pihole/app"
+    kfile = app / "kustomization.yaml"
+    text = generated if generated is not None else kfile.read_text()
+    adds = yamlio.load_one(f"spec:\n{extra}".encode(), "extra")
+    spec = adds.value["spec"] if adds is not None and adds.value["spec"] else {}
+    kust = {**yamlio.load_one(text.encode(), "k").value}  # type: ignore[union-attr]
+    for key in ("patches", "components"):
+        if key in spec:
+            kust[key] = [*kust.get(key, []), *spec[key]]
+    kfile.write_bytes(yamlio.dump(kust))
+    built = kubectl(app)
+    assert built.returncode == 0, built.stderr
+    out = set()
+    for doc in yamlio.load(built.stdout.encode(), "kubectl"):
+        notes = (doc.value["metadata"].get("annotations") or {})
+        out.add((str(ResourceId.of_object(doc.value)), notes.get("kustomize.toolkit.fluxcd.io/prune") == "disabled"))
+    return out
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_what_the_cascade_says_a_child_builds_is_what_kustomize_builds(
+    shape: str, tmp_path: Path, kubectl: Kubectl
+) -> None:
+    files, extra, generated = SHAPES[shape]
+    write_files(tmp_path, {"apps/wave-0/pihole.yaml": child(extra=extra), **files})
+    rid = ResourceId.of("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "pihole")
+    cascade = cascade_of(FsTree(str(tmp_path)), "apps/wave-0/pihole.yaml", rid, Config())
+    assert cascade is not None and not cascade.unknown
+    assert len(cascade.deletes) + len(cascade.kept) >= 2
+    ours = {(str(r), False) for r in cascade.deletes} | {(str(r), True) for r in cascade.kept}
+    assert ours == kubectl_ids(kubectl, tmp_path, extra, generated)
+
+
+def test_the_childs_target_namespace_names_the_objects_where_they_live(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = with_unit(example_repo, child(extra="  targetNamespace: dns\n"))
+    (repo / "apps/wave-0/pihole.yaml").unlink()
+    (removed,) = about(plan(repo, capsys), CHILD)
+    assert "Data is lost: PersistentVolumeClaim dns/pihole-data" in removed["message"]
+
+
+def test_without_a_base_the_move_of_a_child_is_judged_on_the_work_tree(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = with_unit(example_repo, child())
+    gain_dependency(repo)
+    capsys.readouterr()
+    assert main(["plan", str(repo), "--format", "json"]) == 0
+    (move,) = about(json.loads(capsys.readouterr().out)["findings"], CHILD)
+    assert move["severity"] == "error" and PIHOLE_PVC in move["message"]

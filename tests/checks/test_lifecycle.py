@@ -1,0 +1,201 @@
+"""Removing a wave end to end on the example: every intermediate state builds with `kubectl kustomize`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cli import main
+
+from conftest import Kubectl, cluster_apps, git, service, snapshot
+
+
+def run(repo: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    code = main([args[0], str(repo), *args[1:], "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def codes(out: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for f in out["findings"]:
+        found.setdefault(f["code"], []).append(f)
+    return found
+
+
+def builds(repo: Path, kubectl: Kubectl) -> None:
+    for overlay in ("clusters/dev", "clusters/prod"):
+        result = kubectl(repo / overlay)
+        assert result.returncode == 0, result.stderr
+
+
+def empty_wave_2(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's flow: seerr drops its dependencies, is applied and merged: wave 2 is empty, still deployed."""
+    (repo / "catalog/seerr.yaml").write_text(service("seerr"))
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (emptied,) = codes(out)["wave-emptied"]
+    assert emptied["wave"] == 2 and emptied["severity"] == "warning"
+    assert "resources: []" in (repo / "apps/wave-2/kustomization.yaml").read_text()
+    assert "kustomization-removed" not in codes(out)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "seerr: no dependencies")
+
+
+def test_an_emptied_wave_goes_with_its_base_entry_and_overlay_patches(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    empty_wave_2(example_repo, capsys)
+    builds(example_repo, kubectl)
+    # Deployed: now the empty wave goes, and every line that refers to it.
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (removed,) = codes(out)["wave-removed"]
+    assert "removes the lines that refer to it: clusters/base/kustomization.yaml:16" in removed["message"]
+    for path in ("apps/wave-2/kustomization.yaml", "clusters/base/apps-wave-2.yaml"):
+        assert not (example_repo / path).exists()
+    assert "apps-wave-2" not in (example_repo / "clusters/base/kustomization.yaml").read_text()
+    assert "name: apps-wave-2" not in (example_repo / "clusters/dev/kustomization.yaml").read_text()
+    assert "apps-wave-2-sops.yaml" not in (example_repo / "clusters/prod/kustomization.yaml").read_text()
+    assert (example_repo / "clusters/prod/patches/apps-wave-2-sops.yaml").exists()  # not wave-bot's file
+    assert removed["message"].endswith("clusters/prod/patches/apps-wave-2-sops.yaml is no longer used; wave-bot did "
+                                       "not write it, so delete it yourself")
+    # The comment above the wave entries stays, so do the other waves' patches.
+    assert "# a new deepest wave appears (wave-bot flags it)." in (
+        example_repo / "clusters/base/kustomization.yaml").read_text()
+    assert "name: apps-wave-1" in (example_repo / "clusters/dev/kustomization.yaml").read_text()
+    builds(example_repo, kubectl)
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "remove wave 2")
+    # The PR as a whole (base: before wave 2 was removed) has no error and no contradiction.
+    code, out = run(example_repo, capsys, "check", "--base", "HEAD~1")
+    assert code == 0, [f for f in out["findings"] if f["severity"] == "error"]
+    assert "kustomization-removed" not in codes(out)
+
+
+def test_without_fix_overlays_the_wave_stays_until_its_lines_are_deleted(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    empty_wave_2(example_repo, capsys)
+    before = snapshot(example_repo)
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD")
+    assert code == 0 and snapshot(example_repo) == before  # nothing half-removed
+    (removable,) = codes(out)["wave-removable"]
+    assert "clusters/base/kustomization.yaml:16 `- apps-wave-2.yaml # Flux Kustomization" in removable["message"]
+    assert "clusters/prod/kustomization.yaml:" in removable["fix"]
+    assert "wave-removed" not in codes(out) and "kustomization-removed" not in codes(out)
+    builds(example_repo, kubectl)
+
+
+def test_the_contradiction_check_catches_what_it_claims() -> None:
+    from bot.model import Change, Finding
+
+    from support.contradictions import contradictions
+
+    removed = Finding("wave-removed", "info", "owns nothing", wave=3, resource="K apps-wave-3")
+    assert contradictions([removed, Finding("kustomization-removed", "error", "deletes", resource="K apps-wave-3")])
+    assert contradictions([removed, Finding("wave-emptied", "warning", "kept", wave=3)])
+    assert not contradictions([removed, Finding("wave-emptied", "warning", "kept", wave=2)])
+    step1 = Finding("cutover-step-1", "warning", "nothing moves")
+    assert contradictions([step1], [Change("move", "apps/wave-0/a.yaml", source="apps/a.yaml")])
+    import bot.plan
+
+    assert bot.plan.make_plan.__name__ == "checked"  # every plan of the suite goes through the check
+
+
+CLUSTER_APPS = cluster_apps("""    - patch: |
+        apiVersion: kustomize.toolkit.fluxcd.io/v1
+        kind: Kustomization
+        metadata:
+          name: apps-wave-2
+          namespace: flux-system
+        spec:
+          timeout: 10m
+""")
+
+
+def flux_build(repo: Path, kubectl: Kubectl) -> Any:
+    """What kustomize-controller builds for cluster-apps: ./clusters/base with its spec.patches appended."""
+    emulated = repo / "emulated"
+    emulated.mkdir(exist_ok=True)
+    patches = CLUSTER_APPS.split("  patches:\n", 1)[1]
+    (emulated / "kustomization.yaml").write_text("resources:\n  - ../clusters/base\npatches:\n" + patches)
+    try:
+        return kubectl(emulated)
+    finally:
+        (emulated / "kustomization.yaml").unlink()
+        emulated.rmdir()
+
+
+@pytest.mark.parametrize("fix", [[], ["--fix-overlays"]])
+def test_a_flux_kustomizations_own_patch_for_the_wave_keeps_it_and_is_quoted(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, fix: list[str]
+) -> None:
+    # kustomize-controller appends cluster-apps' spec.patches to the base's build: with apps-wave-2
+    # gone, its inline patch names nothing and the build of cluster-apps fails, so the wave stays.
+    (example_repo / "clusters/dev/cluster-apps.yaml").write_text(CLUSTER_APPS)
+    dev = example_repo / "clusters/dev/kustomization.yaml"
+    dev.write_text(dev.read_text().replace("  - ../base\n", "  - ../base\n  - cluster-apps.yaml\n", 1))
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "a Flux Kustomization patching apps-wave-2 itself")
+    empty_wave_2(example_repo, capsys)
+    before = snapshot(example_repo)
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", *fix)
+    assert code == 0 and "wave-removed" not in codes(out)
+    assert snapshot(example_repo) == before  # nothing half-removed
+    (removable,) = codes(out)["wave-removable"]
+    line = CLUSTER_APPS.splitlines().index("    - patch: |") + 1
+    assert (f"clusters/dev/cluster-apps.yaml:{line} `- patch: |` (spec.patches[0] of the Flux Kustomization "
+            "cluster-apps)") in removable["message"]
+    assert "wave-bot does not edit a Flux Kustomization's own spec.patches" in removable["message"]
+    assert "clusters/base/kustomization.yaml:16" in removable["message"]  # the other lines are still quoted
+    # Why it must stay: without apps-wave-2 in the base, kustomize refuses cluster-apps' patch.
+    assert flux_build(example_repo, kubectl).returncode == 0
+    base = example_repo / "clusters/base/kustomization.yaml"
+    base.write_text("".join(line for line in base.read_text().splitlines(keepends=True) if "apps-wave-2" not in line))
+    failed = flux_build(example_repo, kubectl)
+    assert failed.returncode != 0 and "apps-wave-2" in failed.stderr
+
+
+REGEX_PATCH = """  - target:
+      kind: Kustomization
+      name: apps-wave-.*
+    patch: |
+      - op: add
+        path: /spec/decryption
+        value: {provider: sops, secretRef: {name: sops-age}}
+"""
+
+
+@pytest.mark.parametrize("dev", ["a patch per wave", "one regex patch"])
+def test_two_empty_waves_go_in_one_change_with_exactly_their_lines(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, dev: str
+) -> None:
+    # Several items leave the same list in one change: each removal must not shift the next one
+    # onto a neighbour (base kustomization: cluster-vars.yaml follows the wave entries).
+    from test_hazards import add_wave
+
+    def one_regex_patch() -> None:
+        path = example_repo / "clusters/dev/kustomization.yaml"
+        text = path.read_text()
+        path.write_text(text[:text.index("  # SOPS decryption")] + REGEX_PATCH)
+
+    wired = ("clusters/base/kustomization.yaml", "clusters/dev/kustomization.yaml", "clusters/prod/kustomization.yaml")
+    before = {path: (example_repo / path).read_text() for path in wired}
+    add_wave(example_repo, 3)
+    add_wave(example_repo, 4)
+    if dev == "one regex patch":
+        one_regex_patch()
+        before["clusters/dev/kustomization.yaml"] = (example_repo / "clusters/dev/kustomization.yaml").read_text()
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "two empty waves, deployed")
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert sorted(f["wave"] for f in codes(out)["wave-removed"]) == [3, 4]
+    assert {path: (example_repo / path).read_text() for path in wired} == before
+    for n in (3, 4):
+        assert not (example_repo / f"apps/wave-{n}").exists()
+        assert not (example_repo / f"clusters/base/apps-wave-{n}.yaml").exists()
+    builds(example_repo, kubectl)

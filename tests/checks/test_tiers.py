@@ -1,0 +1,518 @@
+"""Every tier converges: the dependsOn graph, CRD provenance and strict substitution, on copies of
+examples/homelab as `wave-bot check` reports them."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cli import main
+from bot.yamlio import documents as yamlio
+
+from conftest import Kubectl, git, write_files
+
+FLUX = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+
+
+def tier(name: str, path: str, *deps: str, wait: bool = True, post: bool = True) -> str:
+    """A Flux Kustomization in the example's shape."""
+    text = FLUX + f"metadata:\n  name: {name}\n  namespace: flux-system\nspec:\n"
+    if deps:
+        text += "  dependsOn:\n" + "".join(f"    - name: {d}\n" for d in deps)
+    text += (f"  interval: 10m\n  path: ./{path}\n  prune: true\n  wait: {'true' if wait else 'false'}\n"
+             "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+    if post:
+        text += "  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: cluster-vars\n"
+    return text
+
+
+def check(capsys: pytest.CaptureFixture[str], repo: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    code = main(["check", str(repo), "--format", "json", *extra])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def found(report: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    return [f for f in report["findings"] if f["code"].startswith(prefix)]
+
+
+def add_base_entry(repo: Path, name: str) -> None:
+    kust = repo / "clusters/base/kustomization.yaml"
+    kust.write_text(kust.read_text().replace("  - cluster-vars.yaml", f"  - {name}.yaml\n  - cluster-vars.yaml"))
+
+
+def _list(repo: Path, directory: str, *files: str) -> None:
+    write_files(repo, {f"{directory}/kustomization.yaml": "resources:\n" + "".join(f"  - {f}\n" for f in files)})
+
+
+def test_the_example_has_nothing_above_info(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    code, report = check(capsys, example_repo)
+    assert code == 0
+    assert [f for f in report["findings"] if f["severity"] != "info"] == []
+
+
+# ---- the dependsOn graph ---------------------------------------------------------------------------
+
+
+def test_a_depends_on_that_names_nothing(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    config = example_repo / "clusters/base/platform-config.yaml"
+    config.write_text(config.read_text().replace("- name: platform\n", "- name: platfrom\n"))
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "depends-on-")
+    assert finding["code"] == "depends-on-missing" and finding["severity"] == "error"
+    assert finding["path"] == "clusters/base/platform-config.yaml" and finding["line"] == 10
+    assert "flux-system/platfrom" in finding["message"] and "did you mean 'platform'" in finding["message"]
+    assert finding["fix"] == ("# in clusters/base/platform-config.yaml, the dependsOn entry of platform-config:\n"
+                              "- name: platform\n")
+    assert finding["message"].endswith("(on every entrypoint)")
+
+
+def test_the_waves_own_chain_is_part_of_the_graph(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    # wave 0 dependsOn platform-config; without it in the base, wave 0 never starts.
+    (example_repo / "clusters/base/platform-config.yaml").unlink()
+    kust = example_repo / "clusters/base/kustomization.yaml"
+    kust.write_text(kust.read_text().replace("  - platform-config.yaml", ""))
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "depends-on-")
+    assert (finding["code"], finding["resource"], finding["wave"]) == ("depends-on-missing", "apps-wave-0", 0)
+    assert finding["path"] == "clusters/base/apps-wave-0.yaml"
+
+
+def test_a_cycle_names_every_edge(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    write_files(example_repo, {"clusters/base/platform.yaml": tier("platform", "platform", "platform-config")})
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "depends-on-")
+    assert finding["code"] == "depends-on-cycle" and finding["severity"] == "error"
+    message = finding["message"]
+    assert "platform dependsOn platform-config (clusters/base/platform.yaml:8)" in message
+    assert "platform-config dependsOn platform (clusters/base/platform-config.yaml:10)" in message
+
+
+def test_a_depends_on_across_namespaces_must_name_the_namespace(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    platform = example_repo / "clusters/base/platform.yaml"
+    platform.write_text(platform.read_text().replace("namespace: flux-system", "namespace: infra", 1))
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "depends-on-")
+    assert finding["code"] == "depends-on-namespace" and finding["resource"] == "platform-config"
+    assert "name: platform\n  namespace: infra" in finding["fix"]
+    # With the namespace named, Flux finds it.
+    config = example_repo / "clusters/base/platform-config.yaml"
+    config.write_text(config.read_text().replace("- name: platform\n", "- name: platform\n      namespace: infra\n"))
+    code, report = check(capsys, example_repo)
+    assert found(report, "depends-on-") == []
+
+
+
+# ---- CRD provenance --------------------------------------------------------------------------------
+
+CDI_CR = "apiVersion: cdi.kubevirt.io/v1beta1\nkind: CDI\nmetadata:\n  name: cdi\nspec: {}\n"
+PROFILE = ("apiVersion: cdi.kubevirt.io/v1beta1\nkind: StorageProfile\nmetadata:\n  name: longhorn\n"
+           "spec:\n  claimPropertySets:\n    - accessModes: [ReadWriteMany]\n      volumeMode: Block\n")
+
+
+def crd(group: str, kind: str) -> str:
+    plural = f"{kind.lower()}s"
+    return (f"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n"
+            f"  name: {plural}.{group}\nspec:\n  group: {group}\n  names: {{kind: {kind}, plural: {plural}}}\n"
+            "  scope: Cluster\n  versions:\n"
+            "    - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n")
+
+
+def with_cdi_operator(repo: Path) -> None:
+    """platform applies cdi-operator, which registers only cdis.cdi.kubevirt.io."""
+    write_files(repo, {"platform/cdi-operator.yaml": crd("cdi.kubevirt.io", "CDI")})
+    _list(repo, "platform", "cnpg-system.yaml", "cdi-operator.yaml")
+
+
+def test_a_second_order_crd_in_the_pass_of_its_creating_cr(
+        capsys: pytest.CaptureFixture[str], example_repo: Path, kubectl: Kubectl) -> None:
+    with_cdi_operator(example_repo)
+    write_files(example_repo, {"platform-config/cdi.yaml": CDI_CR, "platform-config/cdi-storageprofiles.yaml": PROFILE})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "cdi.yaml", "cdi-storageprofiles.yaml")
+    # kustomize itself puts the CR and the profile in one pass:
+    built = {(d.value["kind"]) for d in yamlio.load(kubectl(example_repo / "platform-config").stdout.encode(), "out")}
+    assert {"CDI", "StorageProfile"} <= built
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "crd-")
+    assert (finding["code"], finding["severity"]) == ("crd-same-pass-as-creator", "error")
+    assert finding["resource"] == "cdi.kubevirt.io/StorageProfile"
+    assert "platform-config/cdi.yaml" in finding["message"]
+    fix = finding["fix"]
+    new = next(d.value for d in yamlio.load(fix.encode(), "fix") if isinstance(d.value, dict))
+    assert new["metadata"]["name"] == "platform-config-cdi"
+    assert new["spec"]["dependsOn"] == [{"name": "platform-config"}] and new["spec"]["wait"] is True
+    assert new["spec"]["path"] == "./platform-config-cdi"
+    # The fix as the issue describes it: the profiles in a tier of their own, after the CR's tier.
+    (example_repo / "platform-config/cdi-storageprofiles.yaml").rename(example_repo / "cdi-storageprofiles.yaml")
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "cdi.yaml")
+    (example_repo / "platform-config-cdi").mkdir()
+    (example_repo / "cdi-storageprofiles.yaml").rename(example_repo / "platform-config-cdi/cdi-storageprofiles.yaml")
+    _list(example_repo, "platform-config-cdi", "cdi-storageprofiles.yaml")
+    write_files(example_repo, {"clusters/base/platform-config-cdi.yaml": yamlio.dump(new).decode()})
+    add_base_entry(example_repo, "platform-config-cdi")
+    code, report = check(capsys, example_repo)
+    assert found(report, "crd-") == [] and code == 0
+
+
+@pytest.mark.parametrize(("creator", "created", "resource"), [
+    ("apiVersion: kubevirt.io/v1\nkind: KubeVirt\nmetadata:\n  name: kubevirt\n",
+     "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: vm\n", "kubevirt.io/VirtualMachine"),
+    ("apiVersion: templates.gatekeeper.sh/v1\nkind: ConstraintTemplate\nmetadata:\n  name: k8srequiredlabels\n"
+     "spec:\n  crd:\n    spec:\n      names:\n        kind: K8sRequiredLabels\n",
+     "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sRequiredLabels\nmetadata:\n  name: owner\n",
+     "constraints.gatekeeper.sh/K8sRequiredLabels"),
+    ("apiVersion: apiextensions.crossplane.io/v1\nkind: CompositeResourceDefinition\nmetadata:\n"
+     "  name: xdatabases.db.example.org\nspec:\n  group: db.example.org\n  names:\n    kind: XDatabase\n",
+     "apiVersion: db.example.org/v1\nkind: XDatabase\nmetadata:\n  name: db\n", "db.example.org/XDatabase"),
+    ("apiVersion: pkg.crossplane.io/v1\nkind: Provider\nmetadata:\n  name: provider-aws-s3\n",
+     "apiVersion: s3.aws.upbound.io/v1beta1\nkind: Bucket\nmetadata:\n  name: b\n", "s3.aws.upbound.io/Bucket"),
+])
+def test_the_built_in_second_order_table(creator: str, created: str, resource: str,
+                                         capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    kind = yamlio.load(creator.encode(), "creator")[0].value
+    group = kind["apiVersion"].split("/")[0]
+    write_files(example_repo, {"platform/operator.yaml": crd(group, kind["kind"]),
+                               "platform-config/cr.yaml": creator, "platform-config/made.yaml": created})
+    _list(example_repo, "platform", "cnpg-system.yaml", "operator.yaml")
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "cr.yaml", "made.yaml")
+    code, report = check(capsys, example_repo)
+    assert [(f["code"], f["resource"]) for f in found(report, "crd-")] == [("crd-same-pass-as-creator", resource)]
+    assert code == 1
+
+
+def test_a_second_order_crd_after_an_ungated_creator_races(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    with_cdi_operator(example_repo)
+    write_files(example_repo, {"platform-config/cdi.yaml": CDI_CR, "profiles/p.yaml": PROFILE,
+                               "clusters/base/profiles.yaml": tier("profiles", "profiles", "platform-config"),
+                               "clusters/base/platform-config.yaml": tier("platform-config", "platform-config",
+                                                                          "platform", wait=False)})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "cdi.yaml")
+    _list(example_repo, "profiles", "p.yaml")
+    add_base_entry(example_repo, "profiles")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "crd-")
+    assert (finding["code"], finding["severity"]) == ("crd-not-ordered", "error")
+    assert "not Ready-gated" in finding["message"] and finding["fix"].endswith("wait: true\n")
+
+
+WIDGET_CRD = crd("example.com", "Widget")
+WIDGET = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n"
+
+
+def test_a_crd_from_a_tier_it_does_not_depend_on_races(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    write_files(example_repo, {"extras/crd.yaml": WIDGET_CRD, "platform-config/widget.yaml": WIDGET,
+                               "clusters/base/extras.yaml": tier("extras", "extras", "platform")})
+    _list(example_repo, "extras", "crd.yaml")
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "widget.yaml")
+    add_base_entry(example_repo, "extras")
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "crd-")
+    assert (finding["code"], finding["resource"]) == ("crd-not-ordered", "example.com/Widget")
+    assert "platform-config does not depend on extras" in finding["message"]
+    deps = yamlio.load(finding["fix"].encode(), "fix")[0].value["dependsOn"]
+    assert deps == [{"name": "platform"}, {"name": "extras"}]
+    # The CRD in the same pass is fine: Flux applies CRDs first.
+    write_files(example_repo, {"platform-config/crd.yaml": WIDGET_CRD})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "widget.yaml", "crd.yaml")
+    code, report = check(capsys, example_repo)
+    assert found(report, "crd-") == []
+
+
+def test_a_kind_without_a_known_source_is_reported_once(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    snapshot_class = ("apiVersion: snapshot.storage.k8s.io/v1\nkind: VolumeSnapshotClass\nmetadata:\n  name: {}\n"
+                      "driver: driver.longhorn.io\ndeletionPolicy: Delete\n")
+    write_files(example_repo, {"platform-config/a.yaml": snapshot_class.format("a"),
+                               "platform-config/b.yaml": snapshot_class.format("b")})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "a.yaml", "b.yaml")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "crd-")  # StorageClass is built in; snapshot.storage.k8s.io is not
+    assert (finding["code"], finding["severity"]) == ("crd-source-unknown", "warning")
+    assert finding["resource"] == "snapshot.storage.k8s.io/VolumeSnapshotClass"
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + "  - kind: snapshot.storage.k8s.io/VolumeSnapshotClass\n"
+                      "    kustomization: platform\n")
+    code, report = check(capsys, example_repo)
+    assert found(report, "crd-") == []
+
+
+def test_config_declares_second_order_kinds(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    write_files(example_repo, {"platform-config/op.yaml": "apiVersion: ops.example.com/v1\nkind: Operator\n"
+                               "metadata:\n  name: op\n", "platform-config/widget.yaml": WIDGET})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "op.yaml", "widget.yaml")
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + "  - kind: example.com/Widget\n    created_by: ops.example.com/Operator\n"
+                      "  - kind: ops.example.com/Operator\n    kustomization: platform\n")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "crd-")
+    assert (finding["code"], finding["resource"]) == ("crd-same-pass-as-creator", "example.com/Widget")
+
+
+@pytest.mark.parametrize(("entry", "message", "line"), [
+    ("  - kind: Cluster\n    kustomization: platform\n", "'crd_sources[].kind' must be '<group>/<Kind>'", 20),
+    ("  - kind: a.io/B\n", "must set exactly one of kustomization, created_by", 20),
+    ("  - kind: a.io/B\n    kustomisation: platform\n", "unknown key 'kustomisation' in crd_sources", 21),
+])
+def test_a_malformed_crd_source(entry: str, message: str, line: int, capsys: pytest.CaptureFixture[str],
+                                example_repo: Path) -> None:
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + entry)
+    assert main(["check", str(example_repo)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and f".wave-bot.yaml:{line}:" in err
+
+
+# ---- substitution ------------------------------------------------------------------------------------
+
+
+def _use(repo: Path, expression: str) -> None:
+    """Put `expression` in wave 0's pihole manifest."""
+    pihole = repo / "apps/wave-0/pihole.yaml"
+    pihole.write_text(pihole.read_text().replace('value: "${TIMEZONE}"', f'value: "{expression}"', 1))
+
+
+def test_a_variable_defined_nowhere(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    _use(example_repo, "${BACKUP_BUCKET}")
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "substitution-")
+    assert (finding["code"], finding["severity"], finding["resource"]) == ("substitution-unresolved", "error",
+                                                                          "BACKUP_BUCKET")
+    assert finding["path"] == "apps/wave-0/pihole.yaml" and finding["wave"] == 0
+    assert "(on every entrypoint)" in finding["message"] and "strict mode" in finding["message"]
+    assert finding["fix"] == ("add BACKUP_BUCKET to the ConfigMap cluster-vars (clusters/base/cluster-vars.yaml), "
+                              "or give it a default: ${BACKUP_BUCKET:=<value>}")
+
+
+def cluster_vars(kubectl: Kubectl, root: Path) -> dict[str, str]:
+    """The cluster-vars ConfigMap as real kustomize builds `root`."""
+    docs = yamlio.load(kubectl(root).stdout.encode(), "kubectl output")
+    return next(d.value["data"] for d in docs if d.value["metadata"]["name"] == "cluster-vars")
+
+
+def test_a_variable_only_the_dev_overlay_defines(capsys: pytest.CaptureFixture[str], example_repo: Path,
+                                                 kubectl: Kubectl) -> None:
+    _use(example_repo, "${BACKUP_BUCKET}")
+    dev = example_repo / "clusters/dev/kustomization.yaml"
+    dev.write_text(dev.read_text().replace("        value: dev.home.example\n", "        value: dev.home.example\n"
+                                           "      - op: add\n        path: /data/BACKUP_BUCKET\n        value: b\n"))
+    assert "BACKUP_BUCKET" in cluster_vars(kubectl, example_repo / "clusters/dev")
+    assert "BACKUP_BUCKET" not in cluster_vars(kubectl, example_repo / "clusters/prod")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "substitution-")
+    assert finding["overlay"] == "clusters/prod" and finding["message"].endswith("(on clusters/prod)")
+    # Defined in the base ConfigMap, every overlay has it.
+    base = example_repo / "clusters/base/cluster-vars.yaml"
+    base.write_text(base.read_text() + "  BACKUP_BUCKET: b\n")
+    code, report = check(capsys, example_repo)
+    assert found(report, "substitution-") == [] and code == 0
+
+
+@pytest.mark.parametrize(("expression", "needs"), [
+    ("${BACKUP_BUCKET}", True),
+    ("${#BACKUP_BUCKET}", True),
+    ("${BACKUP_BUCKET^^}", True),
+    ("${BACKUP_BUCKET,}", True),
+    ("${BACKUP_BUCKET:1:2}", True),
+    ("${BACKUP_BUCKET#s3://}", True),
+    ("${BACKUP_BUCKET%/}", True),
+    ("${BACKUP_BUCKET/a/b}", True),
+    ("${BACKUP_BUCKET:=bucket}", False),
+    ("${BACKUP_BUCKET:-bucket}", False),
+    ("${BACKUP_BUCKET=bucket}", False),
+    ("${BACKUP_BUCKET-bucket}", False),
+    ("$BACKUP_BUCKET", False),
+    ("$${BACKUP_BUCKET}", False),
+    ("$$$${BACKUP_BUCKET}", False),
+    ("$$${BACKUP_BUCKET}", True),
+])
+def test_the_substitution_grammar(expression: str, needs: bool, capsys: pytest.CaptureFixture[str],
+                                  example_repo: Path) -> None:
+    _use(example_repo, expression + "-${MARKER}")  # MARKER: always needed, so the check ran
+    code, report = check(capsys, example_repo)
+    assert sorted(f["resource"] for f in found(report, "substitution-")) == (
+        ["BACKUP_BUCKET", "MARKER"] if needs else ["MARKER"])
+
+
+def test_the_disabled_annotation_and_label(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    _use(example_repo, "${BACKUP_BUCKET}")
+    pihole = example_repo / "apps/wave-0/pihole.yaml"
+    text = pihole.read_text()
+    assert "kind: Deployment\nmetadata:\n" in text
+    code, report = check(capsys, example_repo)
+    assert [f["resource"] for f in found(report, "substitution-")] == ["BACKUP_BUCKET"]
+    for key in ("annotations", "labels"):
+        pihole.write_text(text.replace("kind: Deployment\nmetadata:\n", "kind: Deployment\nmetadata:\n"
+                                       f"  {key}:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\n", 1))
+        code, report = check(capsys, example_repo)
+        assert [f["resource"] for f in found(report, "substitution-")] == [], key
+
+
+def test_a_tier_without_post_build_ships_the_variable_literally(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    write_files(example_repo, {"clusters/base/platform.yaml": tier("platform", "platform", post=False),
+                               "platform/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
+                                                   "  namespace: cnpg-system\ndata:\n  a: ${CLUSTER_DOMAIN}\n"})
+    _list(example_repo, "platform", "cnpg-system.yaml", "cm.yaml")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "substitution-")
+    assert (finding["code"], finding["severity"]) == ("substitution-without-postbuild", "warning")
+    assert "postBuild:\n  substitute:\n    CLUSTER_DOMAIN: <value>" in finding["fix"]
+
+
+def test_strict_substitution_off_makes_it_a_warning(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    _use(example_repo, "${BACKUP_BUCKET}")
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + "strict_substitution: false\n")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "substitution-")
+    assert finding["severity"] == "warning" and "empty string" in finding["message"] and code == 0
+
+
+def test_strict_substitution_must_be_a_boolean(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + "strict_substitution: 'no'\n")
+    assert main(["check", str(example_repo)]) == 2
+    assert "'strict_substitution' must be true or false" in capsys.readouterr().err
+
+
+def test_sources_secrets_inline_and_optional(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    _use(example_repo, "${BACKUP_BUCKET}-${INLINE}")
+    wave0 = example_repo / "clusters/base/apps-wave-0.yaml"
+    text = wave0.read_text()
+    # A SOPS-encrypted Secret keeps its key names in clear; an optional source may be absent.
+    secret = ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: backup\n  namespace: flux-system\nstringData:\n"
+              "  BACKUP_BUCKET: ENC[AES256_GCM,data:abc,type:str]\nsops:\n  version: 3.9.0\n")
+    write_files(example_repo, {"clusters/base/backup.sops.yaml": secret})
+    add_base_entry(example_repo, "backup.sops")
+    wave0.write_text(text.replace("        name: cluster-vars\n", "        name: cluster-vars\n"
+                                  "      - kind: Secret\n        name: backup\n"
+                                  "      - kind: ConfigMap\n        name: absent\n        optional: true\n"
+                                  "    substitute:\n      INLINE: x\n"))
+    code, report = check(capsys, example_repo)
+    assert found(report, "substitution-") == []
+    # A required source git does not hold: wave-bot cannot see its keys, and says so.
+    wave0.write_text(wave0.read_text().replace("optional: true", "optional: false"))
+    _use(example_repo, "${OTHER}")
+    pihole = example_repo / "apps/wave-0/pihole.yaml"
+    pihole.write_text(pihole.read_text().replace("${BACKUP_BUCKET}-${INLINE}", "${OTHER}"))
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "substitution-")
+    assert (finding["code"], finding["severity"]) == ("substitution-source-missing", "warning")
+    assert re.search(r"ConfigMap flux-system/absent.*OTHER", finding["message"])
+
+
+def test_every_tier_code_is_in_the_readme_table() -> None:
+    from bot.checks import crds, substitution, tiers
+
+    readme = (Path(__file__).resolve().parent.parent.parent / "README.md").read_text()
+    for code in (*tiers.CODES, *substitution.CODES, *crds.CODES):
+        assert f"| `{code}` |" in readme, code
+
+
+# ---- the reports -------------------------------------------------------------------------------------
+
+TIER_STATEMENTS = [
+    re.compile(r"flowchart BT"),
+    re.compile(r'  [tm]\d+\["[A-Za-z0-9._/ ()-]+"\]'),
+    re.compile(r"  [tm]\d+ --> t\d+"),
+    re.compile(r"  classDef broken [a-z-]+:[#\w]+(?:,[a-z-]+:[#\w]+)*"),
+    re.compile(r"  class [tm]\d+(?:,[tm]\d+)* broken"),
+]
+
+
+def tier_graph(markdown: str) -> tuple[dict[str, str], set[tuple[str, str]], set[str]]:
+    """The tier graph of a report: id -> label, (dependency, dependent) edges, the highlighted ids; every
+    line one of the statements the report emits, every id used defined."""
+    (block,) = re.findall(r"<summary>Tier graph</summary>\n\n```mermaid\n(.*?)\n```", markdown, flags=re.S)
+    for line in block.splitlines():
+        assert any(s.fullmatch(line) for s in TIER_STATEMENTS), line
+    labels = dict(re.findall(r'  ([tm]\d+)\["([^"]+)"\]', block))
+    edges = set(re.findall(r"  ([tm]\d+) --> (t\d+)", block))
+    marked = {i for m in re.findall(r"  class (\S+) broken", block) for i in m.split(",")}
+    assert {i for e in edges for i in e} | marked <= set(labels)
+    return labels, {(labels[a], labels[b]) for a, b in edges}, {labels[i] for i in marked}
+
+
+def test_the_tiers_have_their_own_section_and_graph(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    assert main(["check", str(example_repo), "--format", "markdown"]) == 0
+    assert "Tier graph" not in capsys.readouterr().out  # drawn only when a tier is wrong
+    config = example_repo / "clusters/base/platform-config.yaml"
+    config.write_text(config.read_text().replace("- name: platform\n", "- name: platfrom\n"))
+    assert main(["check", str(example_repo), "--format", "markdown"]) == 1
+    markdown = capsys.readouterr().out
+    assert "#### Findings" not in markdown  # the only finding is a tier's
+    tiers = markdown.split("#### Tiers", 1)[1]
+    assert "`depends-on-missing`" in tiers.split("#### Waves", 1)[0]
+    labels, edges, marked = tier_graph(markdown)
+    assert ("platfrom (applied by no entrypoint)", "platform-config") in edges
+    assert ("platform-config", "apps-wave-0") in edges and ("apps-wave-1", "apps-wave-2") in edges
+    assert marked == {"platform-config", "platfrom (applied by no entrypoint)", "apps-wave-0"}  # + its CNPG race
+    assert main(["check", str(example_repo)]) == 1
+    text = capsys.readouterr().out
+    assert "\nTiers (every Flux Kustomization each cluster entrypoint applies):\n" in text
+    assert "depends-on-missing" in text.split("\nTiers (", 1)[1]
+
+
+def test_the_comment_shows_what_the_change_introduces_first(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    _use(example_repo, "${OLD_VAR}")  # already broken at base
+    git(example_repo, "commit", "-qam", "base with an unresolved variable")
+    git(example_repo, "checkout", "-qb", "pr")
+    config = example_repo / "clusters/base/platform-config.yaml"
+    config.write_text(config.read_text().replace("- name: platform\n", "- name: platfrom\n"))
+    git(example_repo, "commit", "-qam", "the PR: a typo")
+    assert main(["check", str(example_repo), "--format", "markdown", "--base", "main"]) == 1
+    tiers = capsys.readouterr().out.split("#### Tiers", 1)[1].split("#### Waves", 1)[0]
+    new, old = tiers.split("**Already there before it**")
+    assert "**Introduced by this change**" in new and "`depends-on-missing`" in new and "OLD" not in new
+    assert "`substitution-unresolved`" in old and "OLD" in old
+    code, report = check(capsys, example_repo, "--base", "main")
+    findings = report["findings"]
+    assert [findings[i]["code"] for i in report["tiers"]["already_at_base"]] == ["substitution-unresolved"]
+    assert "depends-on-missing" in [findings[i]["code"] for i in report["tiers"]["introduced"]]
+
+
+def test_the_bootstrap_kustomization_always_exists(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    # `flux bootstrap` creates flux-system/flux-system, which applies the entrypoint itself.
+    write_files(example_repo, {"clusters/base/platform.yaml": tier("platform", "platform", "flux-system", "flux")})
+    code, report = check(capsys, example_repo)
+    assert [f["message"].split(",")[0] for f in found(report, "depends-on-")] == [
+        "platform dependsOn flux-system/flux"]
+
+
+def test_a_tier_wave_bot_cannot_build_is_said_not_guessed(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    oci = tier("remote", "deploy", "platform").replace("kind: GitRepository", "kind: OCIRepository")
+    write_files(example_repo, {"clusters/base/plain.yaml": tier("plain", "plain", "platform"),
+                               "plain/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+                               "clusters/base/remote.yaml": oci})
+    add_base_entry(example_repo, "plain")
+    add_base_entry(example_repo, "remote")
+    code, report = check(capsys, example_repo)
+    assert code == 0
+    notes = {f["resource"]: f for f in found(report, "tier-not-checked")}
+    assert set(notes) == {"plain", "remote"} and {f["severity"] for f in notes.values()} == {"info"}
+    assert "./plain has no kustomization, so kustomize-controller generates one" in notes["plain"]["message"]
+    assert "its sourceRef is of kind OCIRepository" in notes["remote"]["message"]
+
+
+def test_a_race_the_other_way_round_is_not_fixed_by_a_cycle(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    # platform-config applies Widget's CRD; platform (which platform-config depends on) applies a Widget.
+    write_files(example_repo, {"platform-config/crd.yaml": WIDGET_CRD, "platform/widget.yaml": WIDGET})
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "crd.yaml")
+    _list(example_repo, "platform", "cnpg-system.yaml", "widget.yaml")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "crd-")
+    assert finding["code"] == "crd-not-ordered" and "platform-config depends on platform" in finding["message"]
+    assert "dependsOn" not in finding["fix"] and finding["fix"].startswith("move what serves example.com/Widget")

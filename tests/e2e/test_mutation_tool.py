@@ -1,0 +1,33 @@
+"""tools/mutation.py: its scope (modules, related tests, samples) without running mutmut."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from fnmatch import fnmatch
+
+from conftest import PROJECT
+
+sys.path.insert(0, str(PROJECT / "tools"))
+import mutation  # noqa: E402
+
+
+def test_every_safety_module_and_related_test_exists() -> None:
+    for module, tests in mutation.RELATED.items():
+        assert (PROJECT / "bot" / f"{module}.py").is_file(), module
+        for test in tests:
+            assert (PROJECT / "tests" / test).is_file(), (module, test)
+
+
+def test_a_sample_keeps_about_that_share_of_mutants_of_the_module_only() -> None:
+    names = [f"bot.kustomize.patching.x__apply_op__mutmut_{n}" for n in range(1, 201)]
+    for percent in (10, 20, 50, 100):
+        globs = mutation.patterns(["patching"], percent)
+        assert sum(any(fnmatch(n, g) for g in globs) for n in names) == 2 * percent
+        assert not any(fnmatch("bot.flux.ownership.x_may_prune__mutmut_10", g) for g in globs)
+
+
+def test_an_unknown_module_is_a_usage_error_listing_the_modules() -> None:
+    result = subprocess.run([sys.executable, str(PROJECT / "tools/mutation.py"), "plan"], capture_output=True,
+                            text=True)
+    assert result.returncode == 2
+    assert "not a safety module: plan (choose from hazards, ownership, lifecycle," in result.stderr

@@ -1,0 +1,55 @@
+"""bot.fixes.protect: the prune opt-out added as whole new lines, on exactly the named objects."""
+from __future__ import annotations
+
+import pytest
+
+from bot.errors import WaveBotError
+from bot.fixes.protect import protect
+from bot.resid import ResourceId
+
+PVC = ResourceId("", "PersistentVolumeClaim", "app", "data")
+KEY = "kustomize.toolkit.fluxcd.io/prune: disabled"
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    # no annotations yet: a new block, indented as metadata's keys are
+    ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n    name: data\n    namespace: app\n",
+     f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n    annotations:\n      {KEY}\n    name: data\n"
+     "    namespace: app\n"),
+    # an annotations block: one line, indented as its keys are; comments stay
+    ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:  # the claim\n  name: data\n  namespace: app\n"
+     "  annotations:   # notes\n      a: b\n",
+     "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:  # the claim\n  name: data\n  namespace: app\n"
+     f"  annotations:   # notes\n      {KEY}\n      a: b\n"),
+    # CRLF line endings are kept
+    ("apiVersion: v1\r\nkind: PersistentVolumeClaim\r\nmetadata:\r\n  name: data\r\n  namespace: app\r\n",
+     f"apiVersion: v1\r\nkind: PersistentVolumeClaim\r\nmetadata:\r\n  annotations:\r\n    {KEY}\r\n  name: data\r\n"
+     "  namespace: app\r\n"),
+    # already annotated: untouched
+    (f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: app\n  annotations:\n"
+     f"    {KEY}\n",
+     f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: app\n  annotations:\n"
+     f"    {KEY}\n"),
+])
+def test_protect_inserts_lines_only(source: str, expected: str) -> None:
+    assert protect(source.encode(), "a.yaml", [PVC]).decode() == expected
+
+
+def test_only_the_named_object_of_a_file_gains_the_annotation() -> None:
+    other = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: data\n  namespace: app\n"
+    pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: app\n"
+    out = protect(f"---\n{other}---\n{pvc}".encode(), "a.yaml", [PVC]).decode()
+    annotated = pvc.replace("metadata:\n", "metadata:\n  annotations:\n    " + KEY + "\n")
+    assert out == f"---\n{other}---\n{annotated}"
+
+
+@pytest.mark.parametrize("source", [
+    "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: app}\n",
+    "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: app\n  annotations: {a: b}\n",
+    "apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: PersistentVolumeClaim\n    metadata:\n"
+    "      name: data\n      namespace: app\n",
+])
+def test_what_cannot_be_edited_by_inserting_lines_is_refused(source: str) -> None:
+    with pytest.raises(WaveBotError) as caught:
+        protect(source.encode(), "a.yaml", [PVC])
+    assert caught.value.path == "a.yaml"

@@ -1,0 +1,102 @@
+"""bot.kustomize.repository: one reading of every kustomization, and the role of each file it names."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.kustomize.repository import Builds, read_kustomizations
+from bot.kustomize.spec import BuildError
+from bot.repo.tree import PlannedTree
+from bot.repo.worktree import FsTree
+
+from conftest import write_files
+
+FLUX = "kustomize.toolkit.fluxcd.io"
+
+
+def flux_kustomization(name: str) -> str:
+    return (f"apiVersion: {FLUX}/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\n"
+            "spec:\n  path: ./x\n")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    write_files(tmp_path, {
+        "clusters/base/kustomization.yaml": "resources: [tools.yaml, apps.yaml]\n",
+        "clusters/base/tools.yaml": flux_kustomization("tools"),
+        "clusters/base/apps.yaml": flux_kustomization("apps"),
+        "clusters/prod/kustomization.yml": (
+            "resources: [../base]\ncomponents: [../sops]\n"
+            "patches:\n"
+            "  - path: patches/tools.yaml\n    target: {kind: Kustomization, name: tools}\n"
+            "  - path: patches/any.yaml\n    target: {kind: Kustomization, name: 'app.*'}\n"
+            "  - patch: |\n" + "".join(f"      {line}\n" for line in flux_kustomization("apps").splitlines())
+            + "patchesStrategicMerge: [legacy.yaml]\n"
+            "configMapGenerator:\n  - name: vars\n    files: [vars.env, key=other.txt]\n"),
+        "clusters/prod/patches/tools.yaml": flux_kustomization("tools"),
+        "clusters/prod/patches/any.yaml": flux_kustomization("ignored"),
+        "clusters/prod/legacy.yaml": flux_kustomization("tools"),
+        "clusters/prod/vars.env": "A=1\n",
+        "clusters/prod/other.txt": "x\n",
+        "clusters/sops/Kustomization": (
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+            "patches:\n  - target: {group: kustomize.toolkit.fluxcd.io, kind: Kustomization, name: tools}\n"
+            "    patch: '[{op: add, path: /spec/force, value: true}]'\n"),
+    })
+    return tmp_path
+
+
+def test_every_kustomization_file_name_is_read_and_each_file_gets_its_role(repo: Path) -> None:
+    model = read_kustomizations(FsTree(str(repo)), "clusters")
+    assert sorted(k.path for k in model.files) == [
+        "clusters/base/kustomization.yaml", "clusters/prod/kustomization.yml", "clusters/sops/Kustomization"]
+    assert model.roles("clusters/base/tools.yaml") == {"resource"}
+    assert model.roles("clusters/base") == {"directory"}
+    assert model.roles("clusters/sops") == {"component"}
+    assert model.patch_files() == {"clusters/prod/patches/tools.yaml", "clusters/prod/patches/any.yaml",
+                                   "clusters/prod/legacy.yaml"}
+    assert model.roles("clusters/prod/vars.env") == model.roles("clusters/prod/other.txt") == {"generator-input"}
+    assert "clusters/base/tools.yaml" not in model.not_objects()
+    assert {"clusters/prod/kustomization.yml", "clusters/prod/vars.env"} <= model.not_objects()
+
+
+def test_the_patches_aimed_at_one_object_only(repo: Path) -> None:
+    model = read_kustomizations(FsTree(str(repo)), "clusters")
+    tools = [(p.kustomization, p.use.where) for p in model.patches_aimed_only_at(FLUX, "Kustomization", "tools")]
+    assert tools == [("clusters/prod/kustomization.yml", "patchesStrategicMerge[0]"),
+                     ("clusters/prod/kustomization.yml", "patches[0]"),
+                     ("clusters/sops/Kustomization", "patches[0]")]
+    apps = [p.use.where for p in model.patches_aimed_only_at(FLUX, "Kustomization", "apps")]
+    assert apps == ["patches[2]"]  # the regex target `app.*` may match others: not aimed at apps alone
+    assert model.patches_aimed_only_at(FLUX, "Kustomization", "ignored") == []  # a target decides, not the name
+
+
+def test_a_patch_of_a_file_named_kustomization_yml_is_a_patch(repo: Path) -> None:
+    """Repro 1 of issue 8: the inventory read such a patch file as a definition."""
+    from bot.config import Config
+    from bot.flux.inventory import read_inventory
+
+    write_files(repo, {"apps/wave-0/kustomization.yml": "resources: [a.yaml]\n",
+                       "apps/wave-0/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+                       "apps/wave-0/b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"})
+    (repo / "clusters/base/tools.yaml").unlink()
+    inventory = read_inventory(FsTree(str(repo)), Config())
+    assert [k.id.name for k in inventory.flux] == ["apps"]
+    assert [f.path for f in inventory.files] == ["apps/wave-0/a.yaml"]
+    assert [f.path for f in inventory.stray] == ["apps/wave-0/b.yaml"]
+    assert not inventory.problems
+
+
+def test_builds_are_evaluated_once_per_tree_and_directory(repo: Path) -> None:
+    tree = FsTree(str(repo))
+    builds = Builds()
+    first = builds.build(tree, "clusters/base")
+    assert builds.build(tree, "clusters/base") is first and builds.evaluations == 1
+    other = PlannedTree(tree, [])
+    assert builds.build(other, "clusters/base") is not first and builds.evaluations == 2
+    write_files(repo, {"clusters/broken/kustomization.yaml": "resources: [missing.yaml]\n"})
+    for _ in range(2):
+        with pytest.raises(BuildError, match="does not exist"):
+            builds.build(tree, "clusters/broken")
+    assert builds.evaluations == 3

@@ -1,0 +1,65 @@
+"""PlannedTree: the repository as it will be once a plan is applied, without touching the disk."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.errors import WaveBotError
+from bot.model import Change
+from bot.repo.tree import Entry, PlannedTree, Tree
+from bot.repo.worktree import FsTree, apply_changes
+
+from conftest import snapshot, write_files
+
+FILES = {
+    "apps/a.yaml": "a\n",
+    "apps/wave-1/b.yaml": "b\n",
+    "apps/wave-1/kustomization.yaml": "old\n",
+    "apps/README.md": "docs\n",
+}
+CHANGES = [
+    Change("move", "apps/wave-0/a.yaml", source="apps/a.yaml"),
+    Change("move", "apps/wave-2/b.yaml", source="apps/wave-1/b.yaml"),
+    Change("delete", "apps/wave-1/kustomization.yaml"),
+    Change("create", "apps/wave-2/kustomization.yaml", content=b"new\n"),
+]
+
+
+def _view(tree: Tree, directory: str = "apps") -> dict[str, bytes | None]:
+    """Every path under `directory` with its bytes (files) or None (directories), as `tree` shows it."""
+    out: dict[str, bytes | None] = {}
+    for entry in tree.entries(directory):
+        path = f"{directory}/{entry.name}"
+        if entry.kind == "dir":
+            out[path] = None
+            out.update(_view(tree, path))
+        else:
+            out[path] = tree.read(path)
+    return out
+
+
+def test_planned_tree_shows_exactly_what_apply_leaves(tmp_path: Path) -> None:
+    write_files(tmp_path, FILES)
+    planned = _view(PlannedTree(FsTree(str(tmp_path)), CHANGES))
+    apply_changes(str(tmp_path), CHANGES)
+    assert planned == _view(FsTree(str(tmp_path)))
+    assert "apps/wave-1" not in planned  # emptied directories are gone, as in git
+
+
+def test_planned_tree_kinds_and_entries(tmp_path: Path) -> None:
+    write_files(tmp_path, FILES)
+    tree = PlannedTree(FsTree(str(tmp_path)), CHANGES)
+    assert tree.entries("apps") == [Entry("README.md", "file"), Entry("wave-0", "dir"), Entry("wave-2", "dir")]
+    assert tree.kind("apps/a.yaml") is None and tree.kind("apps/wave-0/a.yaml") == "file"
+    with pytest.raises(WaveBotError, match="does not exist"):
+        tree.read("apps/wave-1/kustomization.yaml")
+
+
+def test_a_file_moved_twice_still_reads_its_original_bytes(tmp_path: Path) -> None:
+    write_files(tmp_path, FILES)
+    before = snapshot(tmp_path)
+    tree = PlannedTree(FsTree(str(tmp_path)), [Change("move", "x/a.yaml", source="apps/a.yaml"),
+                                                Change("move", "y/a.yaml", source="x/a.yaml")])
+    assert tree.read("y/a.yaml") == b"a\n" and tree.kind("x/a.yaml") is None
+    assert snapshot(tmp_path) == before  # a view, never a write

@@ -1,0 +1,153 @@
+"""The comment as GitHub and Gitea render it: parsed by a CommonMark renderer with GFM tables.
+
+markdown-it-py follows the CommonMark spec GitHub's renderer extends; tables and strikethrough are
+the GFM extensions the report could trip over. These tests read the token stream a renderer builds,
+not the markdown's bytes: headings, tables with every row's cells, the <details> blocks, code spans
+holding exactly what they should, and nothing from the repository turned into HTML, a link or a
+mention.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.tasklists import tasklists_plugin
+from test_report import HOSTILE_NAMES
+
+from bot.config import Config, load_config
+from bot.errors import WaveBotError
+from bot.plan import make_plan
+from bot.repo.git import GitTree
+from bot.repo.worktree import FsTree
+from bot.report import formats as report
+from bot.report import markup
+
+from conftest import deployment, git, service, write_files
+
+# What GitHub does with a comment: CommonMark, raw HTML allowed (then sanitised), GFM tables.
+RENDERER = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]).use(tasklists_plugin)
+OUR_HTML = re.compile(r"^\s*(<details><summary>[A-Za-z0-9 ()-]+</summary>|</details>)\s*$")
+
+
+def tokens(markdown: str) -> list[Token]:
+    """Every token, inline children flattened in order."""
+    out: list[Token] = []
+    for token in RENDERER.parse(markdown):
+        out.append(token)
+        out += token.children or []
+    return out
+
+
+def headings(markdown: str) -> list[tuple[str, str]]:
+    toks = RENDERER.parse(markdown)
+    return [(t.tag, toks[i + 1].content) for i, t in enumerate(toks) if t.type == "heading_open"]
+
+
+def assert_renders_as_intended(markdown: str) -> list[Token]:
+    toks = tokens(markdown)
+    html = [t.content for t in toks if t.type in ("html_block", "html_inline")]
+    assert all(OUR_HTML.match(block) for block in html), html  # only the report's own <details>
+    opened = sum("<details>" in b for b in html)
+    assert opened == sum("</details>" in b for b in html)  # every collapsed block is closed
+    assert not [t for t in toks if t.type in ("link_open", "image")]
+    for t in toks:
+        if t.type == "text":
+            assert "\\`" not in t.content and not re.search(r"@[A-Za-z0-9]", t.content), t.content
+    # A table row never gains or loses a cell, whatever the names in it hold.
+    rendered = RENDERER.parse(markdown)
+    for i, t in enumerate(rendered):
+        if t.type == "table_open":
+            end = next(j for j in range(i, len(rendered)) if rendered[j].type == "table_close")
+            rows: list[list[str]] = []
+            for tok in rendered[i:end]:
+                if tok.type == "tr_open":
+                    rows.append([])
+                elif tok.type in ("th_open", "td_open"):
+                    rows[-1].append(tok.type)
+            assert len({len(r) for r in rows}) == 1, rows
+    return toks
+
+
+@pytest.fixture
+def plex_comment(example_repo: Path) -> str:
+    git(example_repo, "checkout", "-q", "-b", "pr")
+    with open(example_repo / "catalog/plex.yaml", "a") as catalog:
+        catalog.write("  dependencies:\n    - to: sonarr\n")
+    # Moved by hand: wave-bot itself would hold the move and protect the objects first.
+    git(example_repo, "mv", "apps/wave-0/plex.yaml", "apps/wave-2/plex.yaml")
+    git(example_repo, "commit", "-qam", "plex depends on sonarr")
+    tree = FsTree(str(example_repo))
+    plan = make_plan(tree, load_config(tree, None), base=GitTree(str(example_repo), "main"))
+    return report.to_markdown(plan, report.Context(applied=True, commit="0123456789abcdef0123"))
+
+
+def test_the_plex_comment_has_its_structure(plex_comment: str) -> None:
+    toks = assert_renders_as_intended(plex_comment)
+    assert headings(plex_comment) == [("h3", "🌊 flux-wave-bot"), ("h4", "Findings"), ("h4", "Waves"),
+                                      ("h4", "Moves"), ("h4", "Files wave-bot writes"),
+                                      ("h4", "Gating worth knowing about"), ("h4", "Computed, not onboarded")]
+    spans = [t.content for t in toks if t.type == "code_inline"]
+    assert spans.count("later-wave-move") == 1
+    assert [s for s in spans if " plex" in s] == [
+        "Namespace plex", "PersistentVolumeClaim plex/plex-data", "Service plex/plex", "apps/Deployment plex/plex"]
+    fences = [(t.info, t.content) for t in toks if t.type == "fence"]
+    assert [info for info, _ in fences] == ["yaml", "yaml", "mermaid"]  # the fix, the one non_gating snippet
+    assert fences[0][1] == "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
+    # The nested list of objects is a real nested list, inside the finding's list item.
+    kinds = [t.type for t in RENDERER.parse(plex_comment)]
+    assert kinds.count("bullet_list_open") == 3  # the findings, the objects inside, the gating notes
+    text = "".join(t.content for t in toks if t.type == "text")
+    assert "Safe procedure: first merge a change that only adds the annotation" in text
+    # The annotation and the command to run are code, as a reader copies them.
+    assert "kustomize.toolkit.fluxcd.io/prune: disabled" in spans and "flux get kustomization apps-wave-0" in spans
+    assert text.count("Safe procedure") == 1
+
+
+def test_commands_in_messages_are_code_spans_not_escaped_backticks(example_repo: Path) -> None:
+    write_files(example_repo, {"catalog/tautulli.yaml": service("tautulli", "seerr"),
+                               "apps/tautulli.yaml": deployment("tautulli")})
+    tree = FsTree(str(example_repo))
+    plan = make_plan(tree, load_config(tree, None), base=GitTree(str(example_repo), "HEAD"))
+    markdown = report.to_markdown(plan)
+    toks = assert_renders_as_intended(markdown)
+    spans = [t.content for t in toks if t.type == "code_inline"]
+    assert "wave-bot apply --fix-overlays" in spans and "---" in spans
+    assert not any("`" in t.content for t in toks if t.type == "text")
+
+
+def test_hostile_names_stay_text(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {"catalog/web.yaml": service("web"), "apps/wave-0/web.yaml": deployment("web")}
+    files |= {f"apps/wave-0/{name}": deployment("x") for name in HOSTILE_NAMES}
+    write_files(tmp_path, files)
+    markdown = report.to_markdown(make_plan(FsTree(str(tmp_path)), Config()))
+    toks = assert_renders_as_intended(markdown)
+    shown = "".join(t.content for t in toks if t.type in ("text", "code_inline"))
+    for name in HOSTILE_NAMES:  # each name reads as itself (mentions carry a zero-width space)
+        assert name.replace("@", "@\u200b") in shown or name in shown
+
+
+def test_the_input_error_report_renders(tmp_path: Path) -> None:
+    exc = WaveBotError("dependency cycle: a -> b -> a", path="catalog/a.yaml", line=7,
+                       hint="remove one of the `dependencies` entries")
+    markdown = report.error_markdown(exc)
+    toks = assert_renders_as_intended(markdown)
+    assert headings(markdown) == [("h3", "🌊 flux-wave-bot")]
+    assert [t.content for t in toks if t.type == "code_inline"] == ["catalog/a.yaml:7", "dependencies"]
+
+
+def test_the_up_to_date_example_renders(example_repo: Path) -> None:
+    tree = FsTree(str(example_repo))
+    markdown = report.to_markdown(make_plan(tree, load_config(tree, None)))
+    assert_renders_as_intended(markdown)
+    assert headings(markdown) == [("h3", "🌊 flux-wave-bot"), ("h4", "Waves"), ("h4", "Gating worth knowing about"),
+                                  ("h4", "Computed, not onboarded")]
+
+
+def test_a_code_span_keeps_the_spaces_around_it_as_rendered() -> None:
+    rendered = tokens(markup.inline("push to this branch, or `wave-bot apply` now; `a` `b`: done"))
+    parts = [(t.type, t.content) for t in rendered if t.type in ("text", "code_inline")]
+    assert parts == [("text", "push to this branch, or "), ("code_inline", "wave-bot apply"), ("text", " now; "),
+                     ("code_inline", "a"), ("text", " "), ("code_inline", "b"), ("text", ": done")]

@@ -1,0 +1,413 @@
+"""A small model of kustomize-controller, the oracle for wave-bot's prune-hazard rules.
+
+Written from Flux's documented behaviour, not from `bot/checks/deletes.py`, so that the two can disagree:
+
+- The cluster entrypoint (the root Kustomization, `flux-system`) builds `clusters/base` and applies
+  every Flux Kustomization in it; one that left the build is deleted (the root prunes).
+- Each Flux Kustomization builds its `spec.path` (a kustomization.yaml's `resources`, or, without
+  one, every YAML file below the path, a subdirectory holding a kustomization.yaml taken as one
+  unit), server-side applies every object, labelling it as its own (owner labels), and records the
+  objects as its inventory.
+- After applying, with `prune: true` it deletes every object of its previous inventory that left its
+  build, but only when the live object still carries its owner labels and does not carry
+  `kustomize.toolkit.fluxcd.io/prune: disabled` (on the live object: as applied last).
+- `dependsOn` is Ready- and revision-gated: a Kustomization reconciles a revision only after every
+  Kustomization it depends on has applied that revision. Kustomizations not ordered by `dependsOn`
+  race: every interleaving is possible. A dependency that does not exist never becomes ready.
+- Whether a Kustomization reconciles the new revision with its old spec or the new one is a race
+  with the root applying it, so both are explored.
+- Deleting a Flux Kustomization runs its finalizer: it prunes its inventory (same label and
+  annotation rules) unless `prune: false` or `deletionPolicy: Orphan` (`Delete` and
+  `WaitForTermination` always prune). The finalizer races with everything else.
+- A Kustomization the root deletes may still reconcile the new revision with its old spec first.
+- An object defined by several Kustomizations at once is labelled by whichever applied it last, so
+  at the base revision either may own it and its live annotations are that copy's.
+- Deleting a Namespace deletes every object in it (the namespace controller ignores Flux's
+  annotations).
+- Owners inside what a Kustomization applies: a Flux Kustomization it applies is a nested
+  Kustomization, and a HelmRelease it applies is a Helm release.
+  - A nested Kustomization reconciles (builds its path, applies, prunes with its own spec) right
+    after the Kustomization applying it applied it: modelled as one step, since nothing in the
+    simulated repositories changes what a nested Kustomization builds between the two.
+  - Deleting a nested Kustomization (pruned, by a finalizer, with its namespace) runs its finalizer
+    with its live spec, by the same rules as above, so its own nested owners go too.
+  - A HelmRelease owns what its chart renders. The simulation has one chart (`render`): a
+    Deployment named after the release, and a PersistentVolumeClaim `<name>-data` when
+    `values.persistence.enabled` is true without `existingClaim` (what most charts do; this chart
+    marks nothing `helm.sh/resource-policy: keep`). Deleting the HelmRelease uninstalls the
+    release: helm-controller deletes every object it rendered, whatever Flux's annotations say.
+
+YAML is read as YAML 1.2 (ruamel's safe loader), as kustomize's kyaml reads it: `prune: yes` is
+the string "yes", which the CRD's boolean field rejects; this model treats only `true` as true.
+
+`simulate(base, head)` returns every object that is deleted in some possible history, with how.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import posixpath
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml import YAML
+
+FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
+HELM_GROUP = "helm.toolkit.fluxcd.io"
+PRUNE = f"{FLUX_GROUP}/prune"
+ENTRY = "clusters/base"
+MAX_HISTORIES = 20_000
+
+_yaml = YAML(typ="safe", pure=True)
+
+
+@dataclass(frozen=True, order=True)
+class Rid:
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:  # the `resource` spelling of wave-bot's findings
+        kind = f"{self.group}/{self.kind}" if self.group else self.kind
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{kind} {where}"
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    path: str
+    prune: bool
+    deletion_policy: str
+    depends_on: tuple[str, ...]
+
+    @property
+    def finalizer_prunes(self) -> bool:
+        if self.deletion_policy in ("Delete", "WaitForTermination"):
+            return True
+        return self.prune and self.deletion_policy in ("", "MirrorPrune")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    rid: Rid
+    prune_disabled: bool
+    child: Spec | None = None
+    """For a Flux Kustomization applied by another: its spec (a nested Kustomization)."""
+    chart: tuple[Manifest, ...] = ()
+    """For a HelmRelease: what its chart renders."""
+
+
+Files = Mapping[str, bytes]
+
+
+def _docs(data: bytes) -> list[Any]:
+    return [d for d in _yaml.load_all(data) if d is not None]
+
+
+def _manifests(data: bytes) -> list[Manifest]:
+    out = []
+    for doc in _docs(data):
+        if not isinstance(doc, dict):
+            continue
+        items = doc.get("items") if str(doc.get("kind", "")).endswith("List") else None
+        for obj in items if isinstance(items, list) else [doc]:
+            meta = obj.get("metadata") or {}
+            if str((meta.get("annotations") or {}).get("config.kubernetes.io/local-config", "")).lower() == "true":
+                continue
+            api = str(obj.get("apiVersion", ""))
+            rid = Rid(api.rpartition("/")[0], str(obj.get("kind")), str(meta.get("namespace") or ""),
+                      str(meta.get("name")))
+            marks = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
+            disabled = str(marks.get(PRUNE, "")).lower() == "disabled"
+            spec = obj.get("spec") or {}
+            if rid.group == FLUX_GROUP and rid.kind == "Kustomization":
+                out.append(Manifest(rid, disabled, child=_spec(rid.name, spec)))
+            elif rid.group == HELM_GROUP and rid.kind == "HelmRelease":
+                out.append(Manifest(rid, disabled, chart=render(rid, spec)))
+            else:
+                out.append(Manifest(rid, disabled))
+    return out
+
+
+def _spec(name: str, spec: Mapping[str, Any]) -> Spec:
+    return Spec(
+        name=name,
+        path=str(spec.get("path", "")).removeprefix("./") or ".",
+        prune=spec.get("prune") is True,
+        deletion_policy=str(spec.get("deletionPolicy") or ""),
+        depends_on=tuple(str(d.get("name")) for d in spec.get("dependsOn") or []),
+    )
+
+
+def render(release: Rid, spec: Mapping[str, Any]) -> tuple[Manifest, ...]:
+    """The simulation's one chart: a Deployment, and a claim when persistence is enabled."""
+    namespace = str(spec.get("targetNamespace") or release.namespace)
+    out = [Manifest(Rid("apps", "Deployment", namespace, release.name), False)]
+    persistence = (spec.get("values") or {}).get("persistence") or {}
+    if persistence.get("enabled") is True and not persistence.get("existingClaim"):
+        out.append(Manifest(Rid("", "PersistentVolumeClaim", namespace, f"{release.name}-data"), False))
+    return tuple(out)
+
+
+def helm_owner(release: Rid) -> str:
+    """The owner name the release's objects are recorded under."""
+    return f"helm:{release.namespace}/{release.name}"
+
+
+def _is_yaml(name: str) -> bool:
+    return name.endswith((".yaml", ".yml"))
+
+
+def _children(files: Files, directory: str) -> set[str]:
+    prefix = f"{directory}/"
+    return {p[len(prefix):].split("/", 1)[0] for p in files if p.startswith(prefix)}
+
+
+def build(files: Files, directory: str) -> list[Manifest] | None:
+    """What kustomize (or Flux's generated kustomization) makes of `directory`; None when it fails."""
+    directory = posixpath.normpath(directory)
+    if not _children(files, directory):
+        return None  # Flux: the path does not exist
+    try:
+        return _build(files, directory)
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _build(files: Files, directory: str) -> list[Manifest]:
+    kfile = f"{directory}/kustomization.yaml"
+    out: list[Manifest] = []
+    if kfile in files:
+        (kust,) = _docs(files[kfile]) or [{}]
+        for entry in kust.get("resources") or []:
+            path = posixpath.normpath(f"{directory}/{entry}")
+            if path in files:
+                out += _manifests(files[path])
+            elif _children(files, path):
+                out += _build(files, path)
+            else:
+                raise KeyError(path)  # kustomize fails on a missing resource
+        return out
+    for name in sorted(_children(files, directory)):
+        path = f"{directory}/{name}"
+        if path in files:
+            if _is_yaml(name):
+                out += _manifests(files[path])
+        else:
+            out += _build(files, path)
+    return out
+
+
+def kustomizations(files: Files) -> dict[str, Spec]:
+    """The Flux Kustomizations the root applies (what `clusters/base` builds)."""
+    out = {}
+    for m, doc in _flux_docs(files):
+        out[m.rid.name] = _spec(m.rid.name, doc.get("spec") or {})
+    return out
+
+
+def _flux_docs(files: Files) -> Iterator[tuple[Manifest, dict[str, Any]]]:
+    kfile = f"{ENTRY}/kustomization.yaml"
+    if kfile not in files:
+        return
+    (kust,) = _docs(files[kfile])
+    for entry in kust.get("resources") or []:
+        path = posixpath.normpath(f"{ENTRY}/{entry}")
+        if path not in files:
+            continue
+        for doc in _docs(files[path]):
+            if isinstance(doc, dict) and doc.get("kind") == "Kustomization" and \
+                    str(doc.get("apiVersion", "")).startswith(FLUX_GROUP + "/"):
+                meta = doc.get("metadata") or {}
+                yield Manifest(Rid(FLUX_GROUP, "Kustomization", str(meta.get("namespace") or ""),
+                                   str(meta.get("name"))), False), doc
+
+
+@dataclass
+class Live:
+    owner: str
+    prune_disabled: bool
+
+
+@dataclass(frozen=True)
+class Deletion:
+    rid: Rid
+    by: str
+    """The Kustomization whose garbage collection (or finalizer, or namespace) deleted it."""
+    how: str
+    """'pruned', 'finalizer', 'namespace' or 'uninstall'."""
+    recreated: bool = False
+    owner: Rid | None = None
+    """The nested owner whose deletion deleted it (its finalizer, its uninstall, or a namespace it
+    deleted); None when a Kustomization the root applies did."""
+
+
+@dataclass
+class Outcome:
+    deletions: dict[Rid, set[Deletion]] = field(default_factory=dict)
+    histories: int = 0
+    rendered: dict[Rid, Rid] = field(default_factory=dict)
+    """Object -> the HelmRelease whose chart rendered it (at base)."""
+
+    @property
+    def deleted(self) -> set[Rid]:
+        return set(self.deletions)
+
+    def finalizer_deleted(self, name: str) -> bool:
+        return any(d.how == "finalizer" and d.by == name for ds in self.deletions.values() for d in ds)
+
+
+def _orders(actors: list[str], after: Mapping[str, set[str]]) -> Iterator[list[str]]:
+    """Every order of `actors` in which each actor comes after the ones in `after[actor]`."""
+    if not actors:
+        yield []
+        return
+    for i, actor in enumerate(actors):
+        rest = actors[:i] + actors[i + 1:]
+        if after.get(actor, set()) & set(rest):
+            continue
+        for tail in _orders(rest, after):
+            yield [actor, *tail]
+
+
+def simulate(base: Files, head: Files) -> Outcome:
+    """Every object deleted in some history of Flux reconciling `head` over a cluster at `base`."""
+    base_ks, head_ks = kustomizations(base), kustomizations(head)
+    base_builds = {name: build(base, spec.path) or [] for name, spec in base_ks.items()}
+    for owner, m in list(_nested(base, [m for ms in base_builds.values() for m in ms])):
+        base_builds.setdefault(owner, []).append(m)
+    # Who may own each object at base: every Kustomization defining it (the last applier wins).
+    definers: dict[Rid, list[tuple[str, Manifest]]] = {}
+    for name, manifests in sorted(base_builds.items()):
+        for m in manifests:
+            definers.setdefault(m.rid, []).append((name, m))
+    contested = [rid for rid, found in definers.items() if len({n for n, _ in found}) > 1]
+    removed = sorted(set(base_ks) - set(head_ks))
+    # Kustomizations whose dependencies never become ready at head never reconcile.
+    runnable: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, spec in head_ks.items():
+            if name not in runnable and all(d in runnable for d in spec.depends_on):
+                runnable.add(name)
+                changed = True
+    after = {name: set(head_ks[name].depends_on) for name in runnable}
+    # Both specs for a Kustomization the change edits (the root and the Kustomization itself race).
+    spec_choices = [
+        [(name, s) for s in {base_ks[name], head_ks[name]}] if name in base_ks else [(name, head_ks[name])]
+        for name in sorted(runnable)
+    ]
+    outcome = Outcome(rendered={r.rid: m.rid for ms in base_builds.values() for m in ms for r in m.chart})
+    owner_choices = [[(rid, n, m) for n, m in definers[rid]] for rid in contested]
+    # A removed Kustomization may still reconcile the new revision (with its old spec) before the
+    # root deletes it, or not; its finalizer runs after that.
+    variants = []
+    for late in itertools.product((False, True), repeat=len(removed)):
+        extra = [name for name, runs in zip(removed, late, strict=True) if runs]
+        if any(set(base_ks[n].depends_on) - runnable - set(extra) for n in extra):
+            continue
+        order_after = {**after, **{n: set(base_ks[n].depends_on) for n in extra},
+                       **{f"finalize:{n}": {n} for n in extra}}
+        variants.append(([*sorted(runnable), *extra, *(f"finalize:{n}" for n in removed)], order_after, extra))
+    for owners in itertools.product(*owner_choices):
+        for specs, (actors, order_after, extra) in itertools.product(itertools.product(*spec_choices), variants):
+            chosen = {**dict(specs), **{n: base_ks[n] for n in extra}}
+            for order in _orders(actors, order_after):
+                outcome.histories += 1
+                if outcome.histories > MAX_HISTORIES:
+                    raise AssertionError("too many histories to explore; make the case smaller")
+                _history(base, head, base_ks, base_builds, definers, dict(((r, (n, m)) for r, n, m in owners)),
+                         chosen, order, outcome)
+    return outcome
+
+
+def _nested(files: Files, manifests: list[Manifest], seen: tuple[str, ...] = ()) -> Iterator[tuple[str, Manifest]]:
+    """(owner, object) for everything the nested owners among `manifests` apply, recursively."""
+    for m in manifests:
+        if m.child is not None and m.child.name not in seen:
+            found = build(files, m.child.path) or []
+            yield from ((m.child.name, c) for c in found)
+            yield from _nested(files, found, (*seen, m.child.name))
+        yield from ((helm_owner(m.rid), r) for r in m.chart)
+
+
+def _history(
+    base: Files, head: Files, base_ks: Mapping[str, Spec], base_builds: Mapping[str, list[Manifest]],
+    definers: Mapping[Rid, list[tuple[str, Manifest]]], owners: Mapping[Rid, tuple[str, Manifest]],
+    specs: Mapping[str, Spec], order: list[str], outcome: Outcome,
+) -> None:
+    live: dict[Rid, Live] = {}
+    for rid, found in definers.items():
+        name, m = owners.get(rid, found[0])
+        live[rid] = Live(name, m.prune_disabled)
+    inventory = {name: {m.rid for m in ms} for name, ms in base_builds.items()}
+    deleted: dict[Rid, Deletion] = {}
+    # The live spec of every nested Kustomization (its finalizer runs with it).
+    nested_specs = {m.rid: m.child for ms in base_builds.values() for m in ms if m.child is not None}
+
+    def delete(rid: Rid, by: str, how: str, owner: Rid | None = None) -> None:
+        live.pop(rid, None)
+        deleted[rid] = Deletion(rid, by, how, owner=owner)
+        if rid.group == "" and rid.kind == "Namespace":
+            for other in [r for r in live if r.namespace == rid.name]:
+                if other in live:
+                    delete(other, by, "namespace", owner)
+        spec = nested_specs.pop(rid, None)
+        if spec is not None and spec.finalizer_prunes:
+            collect(spec.name, inventory.get(spec.name, set()), "finalizer", rid)
+        if rid.group == HELM_GROUP and rid.kind == "HelmRelease":  # helm-controller uninstalls
+            name = helm_owner(rid)
+            for r in sorted(inventory.get(name, set())):
+                if r in live and live[r].owner == name:
+                    delete(r, name, "uninstall", rid)
+
+    def collect(name: str, stale: set[Rid], how: str, owner: Rid | None = None) -> None:
+        for rid in sorted(stale):
+            obj = live.get(rid)
+            if obj is not None and obj.owner == name and not obj.prune_disabled:
+                delete(rid, name, how, owner)
+
+    def apply(m: Manifest, owner: str, depth: int = 0) -> None:
+        live[m.rid] = Live(owner, m.prune_disabled)
+        if m.rid in deleted:
+            deleted[m.rid] = dataclasses.replace(deleted[m.rid], recreated=True)
+        if m.child is not None and depth < 8:  # a nested Kustomization reconciles in the same step
+            nested_specs[m.rid] = m.child
+            found = build(head, m.child.path)
+            if found is not None:
+                for c in found:
+                    apply(c, m.child.name, depth + 1)
+                now = {c.rid for c in found}
+                if m.child.prune:
+                    collect(m.child.name, inventory.get(m.child.name, set()) - now, "pruned", m.rid)
+                inventory[m.child.name] = now
+        if m.chart:  # helm-controller installs (or upgrades) the release
+            for r in m.chart:
+                apply(r, helm_owner(m.rid), depth + 1)
+            inventory[helm_owner(m.rid)] = {r.rid for r in m.chart}
+
+    failed: set[str] = set()
+    for actor in order:
+        if actor.startswith("finalize:"):
+            name = actor.removeprefix("finalize:")
+            if base_ks[name].finalizer_prunes:
+                collect(name, inventory.get(name, set()), "finalizer")
+            continue
+        spec = specs[actor]
+        found = build(head, spec.path)
+        if found is None or set(spec.depends_on) & failed:
+            failed.add(actor)  # not Ready: applies nothing, prunes nothing, blocks its dependents
+            continue
+        manifests = found
+        for m in manifests:
+            apply(m, actor)
+        now = {m.rid for m in manifests}
+        if spec.prune:
+            collect(actor, inventory.get(actor, set()) - now, "pruned")
+        inventory[actor] = now
+    for rid, d in deleted.items():
+        outcome.deletions.setdefault(rid, set()).add(d)
