@@ -144,7 +144,7 @@ def test_step_1_only_releases_the_legacy_kustomization(
 def test_step_1_shows_the_split_step_2_will_make_in_every_format(
     flat_repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from test_markdown import assert_renders_as_intended, headings
+    from support.rendered import assert_renders_as_intended, headings
 
     _, out = run(flat_repo, capsys, "plan", "--base", "HEAD")
     assert by_code(out, "cutover-step-1") and out["split"]["waves"] == [0, 1, 2]

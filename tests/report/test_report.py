@@ -343,6 +343,6 @@ def test_a_500_service_pr_fits_one_github_comment_most_important_first(make_repo
                    "the files written, the gating notes and the wave "
                    f"graph. {pointer}")
     assert summary.count("`later-wave-move`") == 250 and "✂️" not in summary
-    from test_markdown import assert_renders_as_intended
+    from support.rendered import assert_renders_as_intended
 
     assert_renders_as_intended(comment)
