@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
-from bot.actions.forge import CommentResult, PullRequest, Sleep, fit_body
+from bot.actions.forge.api import CommentResult, PullRequest, Sleep, fit_body
 from bot.errors import RUN_ERROR, WaveBotError
 
 T = TypeVar("T")

@@ -13,8 +13,8 @@ from typing import Any
 import requests
 
 from bot import __version__
-from bot.actions.forge import PullRequest, Sleep
 from bot.actions.forge._base import ApiFailure, Call, Comment, StickyForge
+from bot.actions.forge.api import PullRequest, Sleep
 
 _TIMEOUT_SECONDS = (10, 30)  # connect, read
 _PULL_HEAD_PREFIX = "refs/pull/"

@@ -11,8 +11,8 @@ from github import Auth, Github, GithubException
 from github.IssueComment import IssueComment
 
 from bot import __version__
-from bot.actions.forge import PullRequest, Sleep
 from bot.actions.forge._base import ApiFailure, Call, Comment, StickyForge, redact
+from bot.actions.forge.api import PullRequest, Sleep
 
 T = TypeVar("T")
 
