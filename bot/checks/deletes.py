@@ -23,6 +23,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
+from bot.checks.codes import DELETING
 from bot.checks.prune import invalid_prune_findings
 from bot.checks.removal import wave_emptied_findings
 from bot.config import Config
@@ -297,9 +298,6 @@ def _owner_move(code: str, rid: ResourceId, old: Copy, new: Copy, keepers: set[s
 
 # ---- a deleted Namespace takes everything in it -------------------------------------------------
 
-_DELETING = frozenset({"resource-removed", "resource-dropped", "later-wave-move", "cross-kustomization-move",
-                       "copy-removed"})
-
 
 def namespace_findings(findings: Sequence[Finding], base: Ownership, config: Config) -> list[Finding]:
     """`namespace-deleted` for every object in a Namespace that one of `findings` says Flux deletes.
@@ -307,12 +305,12 @@ def namespace_findings(findings: Sequence[Finding], base: Ownership, config: Con
     Kubernetes deletes a namespace's objects with it whatever Flux's annotations say, even those
     another Kustomization still applies.
     """
-    deleted = {f.resource: f for f in findings if f.code in _DELETING and f.severity == "error"}
+    deleted = {f.resource: f for f in findings if f.code in DELETING and f.severity == "error"}
     if not any(r is not None and r.startswith("Namespace ") for r in deleted):
         return []
     said: dict[str | None, list[Finding]] = {}
     for f in findings:
-        if f.code in _DELETING:
+        if f.code in DELETING:
             said.setdefault(f.resource, []).append(f)
     out = []
     for rid, copies in sorted(base.copies.items()):

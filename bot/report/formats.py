@@ -12,6 +12,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from bot.checks.codes import OWN_SECTION
 from bot.checks.tiers import all_codes
 from bot.config import CONFIG_FILE
 from bot.errors import WaveBotError
@@ -31,8 +32,7 @@ ROW_LIMIT = 200  # rows of the moves table
 
 
 GATING_TITLE = "Gating worth knowing about"
-OWN_SECTION = frozenset({"not-onboarded", "chain-gating"})
-"""Info findings the reports show in a section of their own rather than among the findings."""
+# OWN_SECTION (checks/codes.py): info findings shown in a section of their own, not among the findings.
 
 
 TIERS_TITLE = "Tiers"

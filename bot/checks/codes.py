@@ -1,0 +1,84 @@
+"""Every finding code, declared once: its severity rule and what it means in one line.
+
+The README's table of codes is tested against `CODES` (tests/checks/test_codes.py), and the lists
+other modules keep by code are derived from it: `DELETING` (the hazard findings that say Flux deletes
+an object, which a deleted Namespace makes worse) and `OWN_SECTION` (info the reports show in a
+section of their own). The severity rule is written the way the README states it; the check that
+emits a finding applies it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Code:
+    name: str
+    severity: str  # the rule, as the README's table states it
+    meaning: str  # one line
+    deletes: bool = False  # a finding of this code says Flux deletes the object
+    own_section: bool = False  # the reports show it in a section of its own, not among the findings
+
+
+_STATEFUL = "error for PVC, PV, Namespace, CNPG `Cluster` and `stateful_kinds`; warning otherwise; " \
+            "info if `prune: disabled` was already deployed on every copy"
+
+CODES: tuple[Code, ...] = (
+    # what Flux deletes when the change merges (checks/deletes.py)
+    Code("later-wave-move", _STATEFUL, "an object moves to a later wave or a side branch: the old wave prunes it first",
+         deletes=True),
+    Code("earlier-wave-move", "info", "an object moves to an earlier wave, which adopts it first: safe"),
+    Code("cross-kustomization-move", "as `later-wave-move`",
+         "an object moves between a wave and another Flux Kustomization that does not adopt it first", deletes=True),
+    Code("copy-removed", "as `later-wave-move`",
+         "an object two Kustomizations applied loses the copy of the one that reconciles first", deletes=True),
+    Code("duplicate-resource", "error", "one object in two Flux Kustomizations, which relabel it in turn"),
+    Code("resource-dropped", "error; warning if protected at base or its wave does not prune",
+         "an applied object is in no wave now although its file still exists", deletes=True),
+    Code("resource-removed", "error for the kinds above, info otherwise (info if protected at base)",
+         "the change deletes the file, so Flux deletes the object", deletes=True),
+    Code("namespace-deleted", "error for the kinds above, warning otherwise",
+         "the object's Namespace is deleted, and Kubernetes deletes everything in it"),
+    Code("kustomization-removed", "error",
+         "a pruning Flux Kustomization that owned objects disappears: its finalizer deletes them"),
+    # checks/prune.py
+    Code("invalid-prune", "error", "`spec.prune` is not a YAML 1.2 boolean: the CRD rejects it"),
+    # checks/cutover.py
+    Code("cutover-step-1", "warning", "adopting waves, step 1: release the monolithic `apps` Kustomization"),
+    Code("cutover-step-2", "info", "adopting waves, step 2: the split into waves"),
+    # checks/removal.py
+    Code("wave-emptied", "warning", "a wave had objects and has none: kept, because deleting it would prune"),
+    Code("wave-removed", "info", "a wave beyond the deepest, already empty at base, is deleted"),
+    Code("wave-removable", "info", "an empty wave could go, but lines outside its files still refer to it"),
+    # checks/overlays.py
+    Code("missing-base-entry", "error", "the base's kustomization misses a wave: Flux never creates it"),
+    Code("stale-base-entry", "error", "the base's kustomization lists a wave that does not exist"),
+    Code("new-deepest-wave", "warning", "a deeper wave than before: its base entry and decryption patches, to paste"),
+    Code("missing-decryption", "error when the wave holds a SOPS file, else warning",
+         "an evaluation path gives the wave no `spec.decryption` Flux accepts"),
+    Code("decryption-unchecked", "error", "a wave holds SOPS files but no evaluation path wave-bot found builds it"),
+    Code("stale-decryption-patch", "error", "a patch without `target:` names a wave that no longer exists"),
+    Code("wave-not-in-overlay", "error", "the overlay drops a wave"),
+    Code("overlay-build-error", "error", "the overlay does not build"),
+    Code("overlay-not-checked", "error when the waves hold SOPS files, else warning",
+         "the evaluation path uses something wave-bot does not evaluate"),
+    # the layout (plan.py, flux/inventory.py, checks/restored.py)
+    Code("unplaced-file", "error", "no catalog node owns an app file; it stays where it is"),
+    Code("invalid-manifest", "error", "a document in a wave is not a Kubernetes object"),
+    Code("generated-file-restored", "info",
+         "a generated file has an edit wave-bot never makes; regeneration undoes it"),
+    Code("wave-template-changed", "info", "a wave's Flux Kustomization differs from the wave template"),
+    Code("not-onboarded", "info", "a catalog node has no app files yet", own_section=True),
+    # checks/gating.py, checks/imageauto.py
+    Code("chain-gating", "info", "units that wait for others only because the waves form one chain", own_section=True),
+    Code("image-automation-uncovered", "warning", "an ImageUpdateAutomation's update path misses a wave directory"),
+    # the run (actions/run.py) and the plan without a base
+    Code("hazards-skipped", "warning", "(bot) the base revision could not be fetched: prune hazards not checked"),
+    Code("base-is-work-tree", "info", "no `--base`: the work tree is taken as deployed to judge the moves"),
+)
+
+BY_NAME: dict[str, Code] = {c.name: c for c in CODES}
+DELETING = frozenset(c.name for c in CODES if c.deletes)
+OWN_SECTION = frozenset(c.name for c in CODES if c.own_section)
+
+__all__ = ["BY_NAME", "CODES", "DELETING", "OWN_SECTION", "Code"]
