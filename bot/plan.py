@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks import acceptance, cascade, gating, imageauto, restored, tiers
+from bot.checks import acceptance, cascade, gating, restored, tiers
 from bot.checks import cutover as lifecycle
 from bot.checks import deletes as hazards
-from bot.checks import overlays as overlaycheck
 from bot.checks import removal as checks_removal
+from bot.checks.registry import Context, run_checks
 from bot.checks.removal import _deletes, _removable_sides, _removal, _wave_files
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -211,13 +211,6 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     if fix_overlays:
         changes = _compact([*changes, *overlayfix.fix_overlays(planned, config, every)])
         planned = PlannedTree(tree, changes)
-    builds = Builds()  # the three checks evaluate the same overlays of the same tree
-    findings += overlaycheck.base_findings(planned, config, every, builds)
-    findings += overlaycheck.new_deepest_wave_findings(planned, config, waves, deepest_before, builds)
-    findings += overlaycheck.decryption_findings(planned, config, every, set(now.sops_waves()), builds)
-    findings += imageauto.coverage_findings(planned, config, every)
-    tier_report = tiers.check(planned, config, builds, base)
-    findings += tier_report.findings
     placed: dict[Slot, set[str]] = {}
     for file in files:
         if file.node is not None and file.target_wave is not None:
@@ -225,8 +218,15 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     # A unit whose files change wave in this change (or since the base) is not offered as non_gating yet.
     moving = {f.node for f in files if f.node is not None and (f.moves or base_waves is not None and f.name in
                                                                base_waves and base_waves[f.name] != f.target_wave)}
-    findings += gating.chain_findings(graph, {n: sorted(u) for n, u in placed.items()}, config,
-                                      gating.stateful_units(files, now, config), moving)
+    builds = Builds()  # the overlay and tier checks evaluate the same overlays of the same tree
+    findings += run_checks(Context(
+        tree=planned, config=config, slots=every, waves=waves, deepest_before=deepest_before,
+        sops_waves=frozenset(now.sops_waves()), graph=graph, units={n: sorted(u) for n, u in placed.items()},
+        builds=builds, stateful_units=gating.stateful_units(files, now, config), moving=frozenset(moving),
+    ))
+    # The tiers are plan data too (the report draws their graph), so not a registered check.
+    tier_report = tiers.check(planned, config, builds, base)
+    findings += tier_report.findings
     findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
     # The next safe step: a move that would lose data waits, its objects protected first. Only
     # against a deployed revision: without one, an annotation in the work tree is not known deployed.
