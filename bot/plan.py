@@ -11,7 +11,7 @@ from bot.checks import acceptance, cascade, gating, restored, tiers
 from bot.checks import cutover as lifecycle
 from bot.checks import deletes as hazards
 from bot.checks import removal as checks_removal
-from bot.checks.registry import Context, run_checks
+from bot.checks.registry import PlanContext, run_checks
 from bot.checks.removal import _deletes, _removable_sides, _removal, _wave_files
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -219,7 +219,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     moving = {f.node for f in files if f.node is not None and (f.moves or base_waves is not None and f.name in
                                                                base_waves and base_waves[f.name] != f.target_wave)}
     builds = Builds()  # the overlay and tier checks evaluate the same overlays of the same tree
-    findings += run_checks(Context(
+    findings += run_checks(PlanContext(
         tree=planned, config=config, slots=every, waves=waves, deepest_before=deepest_before,
         sops_waves=frozenset(now.sops_waves()), graph=graph, units={n: sorted(u) for n, u in placed.items()},
         builds=builds, stateful_units=gating.stateful_units(files, now, config), moving=frozenset(moving),

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.checks.removal import Item
+from bot.checks.removal import ListItem
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.flux.inventory import FluxKustomization, Inventory, OwnedResource, source_dir
@@ -101,7 +101,9 @@ def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
     return Change("update", legacy.path, content=out)
 
 
-def wave_entries(data: bytes, entry: Item, legacy: FluxKustomization, waves: Sequence[int], config: Config) -> bytes:
+def wave_entries(
+    data: bytes, entry: ListItem, legacy: FluxKustomization, waves: Sequence[int], config: Config
+) -> bytes:
     """The base kustomization with an entry per wave right after the legacy entry, in its style; the
     legacy entry itself is removed separately.
 

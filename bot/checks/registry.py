@@ -1,8 +1,8 @@
-"""The checks of the planned layout behind one protocol: a `Check` takes the `Context`, returns findings.
+"""The checks of the planned layout behind one protocol: a `Check` takes the `PlanContext`, returns findings.
 
 `make_plan` first decides the changes (the moves, the generated files, the waves it removes, the
 cutover's step: the checks that shape the plan stay there, because their results are changes too);
-it then builds one `Context` of the tree as it will be and runs every check in `CHECKS` on it. A new
+it then builds one `PlanContext` of the tree as it will be and runs every check in `CHECKS` on it. A new
 check of the planned layout is one function here and one entry in `CHECKS`; its codes are declared
 in checks/codes.py.
 """
@@ -22,7 +22,7 @@ from bot.side import Slot
 
 
 @dataclass(frozen=True)
-class Context:
+class PlanContext:
     """The layout once the plan is applied, as every check of it reads it."""
 
     tree: Tree  # the work tree with the plan's changes applied
@@ -39,31 +39,31 @@ class Context:
 
 
 class Check(Protocol):
-    def __call__(self, ctx: Context, /) -> list[Finding]: ...
+    def __call__(self, ctx: PlanContext, /) -> list[Finding]: ...
 
 
-def base_entries(ctx: Context) -> list[Finding]:
+def base_entries(ctx: PlanContext) -> list[Finding]:
     """missing-base-entry, stale-base-entry."""
     return overlays.base_findings(ctx.tree, ctx.config, ctx.slots, ctx.builds)
 
 
-def new_deepest_wave(ctx: Context) -> list[Finding]:
+def new_deepest_wave(ctx: PlanContext) -> list[Finding]:
     """new-deepest-wave."""
     return overlays.new_deepest_wave_findings(ctx.tree, ctx.config, ctx.waves, ctx.deepest_before, ctx.builds)
 
 
-def decryption(ctx: Context) -> list[Finding]:
+def decryption(ctx: PlanContext) -> list[Finding]:
     """missing-decryption, decryption-unchecked, stale-decryption-patch, wave-not-in-overlay,
     overlay-build-error, overlay-not-checked."""
     return overlays.decryption_findings(ctx.tree, ctx.config, ctx.slots, set(ctx.sops_waves), ctx.builds)
 
 
-def image_automation(ctx: Context) -> list[Finding]:
+def image_automation(ctx: PlanContext) -> list[Finding]:
     """image-automation-uncovered."""
     return imageauto.coverage_findings(ctx.tree, ctx.config, ctx.slots)
 
 
-def chain_gating(ctx: Context) -> list[Finding]:
+def chain_gating(ctx: PlanContext) -> list[Finding]:
     """chain-gating."""
     return gating.chain_findings(ctx.graph, ctx.units, ctx.config, ctx.stateful_units, ctx.moving)
 
@@ -77,9 +77,9 @@ CHECKS: dict[str, Check] = {
 }
 
 
-def run_checks(ctx: Context) -> list[Finding]:
+def run_checks(ctx: PlanContext) -> list[Finding]:
     """Every registered check's findings, in the registry's order."""
     return [finding for check in CHECKS.values() for finding in check(ctx)]
 
 
-__all__ = ["CHECKS", "Check", "Context", "run_checks"]
+__all__ = ["CHECKS", "Check", "PlanContext", "run_checks"]

@@ -70,7 +70,7 @@ def removable_waves(base: Inventory, now: Inventory, deepest: int | None) -> tup
 
 
 @dataclass(frozen=True, order=True)
-class Reference:
+class FluxReference:
     """A line outside the wave's own files that refers to its Flux Kustomization."""
 
     path: str
@@ -85,8 +85,8 @@ class Reference:
     """For a patch file: its repository path."""
 
     @property
-    def item(self) -> Item:
-        return Item(self.path, self.key, self.index)
+    def item(self) -> ListItem:
+        return ListItem(self.path, self.key, self.index)
 
 
 def _why_removable(wave: Slot) -> str:
@@ -94,7 +94,7 @@ def _why_removable(wave: Slot) -> str:
 
 
 def wave_removed_finding(
-    base: Inventory, wave: Slot, config: Config, references: Sequence[Reference] = (), removed: bool = False
+    base: Inventory, wave: Slot, config: Config, references: Sequence[FluxReference] = (), removed: bool = False
 ) -> Finding:
     """The info finding for a wave wave-bot deletes; `references` are the lines to delete with it
     (`removed`: wave-bot deletes them too, with --fix-overlays)."""
@@ -126,7 +126,7 @@ def wave_removed_finding(
     )
 
 
-def wave_removable_finding(base: Inventory, wave: Slot, config: Config, references: Sequence[Reference]) -> Finding:
+def wave_removable_finding(base: Inventory, wave: Slot, config: Config, references: Sequence[FluxReference]) -> Finding:
     """`wave-removable`: the wave could go, but lines outside its files refer to it (no --fix-overlays).
 
     Deleting only the wave's files would leave those lines pointing at nothing and break the
@@ -153,7 +153,7 @@ def wave_removable_finding(base: Inventory, wave: Slot, config: Config, referenc
     )
 
 
-def wave_references(tree: Tree, config: Config, wave: Slot) -> tuple[Reference, ...]:
+def wave_references(tree: Tree, config: Config, wave: Slot) -> tuple[FluxReference, ...]:
     """Where `tree` refers to wave `wave`'s Flux Kustomization outside its own file.
 
     The base kustomization's `resources` entry, every patch aimed at that Kustomization alone
@@ -163,7 +163,7 @@ def wave_references(tree: Tree, config: Config, wave: Slot) -> tuple[Reference, 
     return waves_references(tree, config, (wave,))[wave]
 
 
-def waves_references(tree: Tree, config: Config, waves: Sequence[Slot]) -> dict[Slot, tuple[Reference, ...]]:
+def waves_references(tree: Tree, config: Config, waves: Sequence[Slot]) -> dict[Slot, tuple[FluxReference, ...]]:
     """`wave_references` of each of `waves`, reading the kustomizations and evaluation paths once."""
     if not waves:
         return {}
@@ -178,12 +178,12 @@ def waves_references(tree: Tree, config: Config, waves: Sequence[Slot]) -> dict[
     return out
 
 
-def _flux_patch_references(tree: Tree, paths: Sequence[EvalPath], cr: str) -> list[Reference]:
+def _flux_patch_references(tree: Tree, paths: Sequence[EvalPath], cr: str) -> list[FluxReference]:
     """The patches aimed at the Flux Kustomization `cr` alone in another Flux Kustomization's own
     `spec.patches`, on the evaluation paths the checks build (kustomize-controller appends them to
     the build of its spec.path). Their `key` is empty: wave-bot does not edit them, since they sit
     inside a Flux Kustomization (often in a multi-document file), not in a top-level list."""
-    found: list[Reference] = []
+    found: list[FluxReference] = []
     for path in paths:
         adds = path.additions
         if adds is None:
@@ -196,12 +196,12 @@ def _flux_patch_references(tree: Tree, paths: Sequence[EvalPath], cr: str) -> li
                 continue  # kustomize-controller fails on it; the overlay checks report it
             if PatchEntry(use).aims_only_at(FLUX_GROUP, "Kustomization", cr):
                 owner = path.flux.name if path.flux is not None else adds.path
-                found.append(Reference(use.file, use.line, f"spec.patches[{i}] of the Flux Kustomization {owner}",
+                found.append(FluxReference(use.file, use.line, f"spec.patches[{i}] of the Flux Kustomization {owner}",
                                        "", i, _line_text(tree, use.file, use.line)))
     return found
 
 
-def kustomization_references(tree: Tree, config: Config, cr: str, path: str) -> tuple[Reference, ...]:
+def kustomization_references(tree: Tree, config: Config, cr: str, path: str) -> tuple[FluxReference, ...]:
     """Where `tree` refers to the Flux Kustomization `cr`, defined in `path`, outside that file:
     read from the one model of the repository's kustomizations (any kustomization file name)."""
     model = read_kustomizations(tree, clusters_dir(config))
@@ -210,13 +210,13 @@ def kustomization_references(tree: Tree, config: Config, cr: str, path: str) -> 
 
 
 def _kustomization_references(tree: Tree, config: Config, model: Kustomizations, used: set[str], cr: str,
-                              path: str) -> list[Reference]:
+                              path: str) -> list[FluxReference]:
     """`kustomization_references` in `model`; `used` are the kustomization files the overlays read."""
-    found: list[Reference] = []
+    found: list[FluxReference] = []
     base = model.in_directory(config.base_dir)
     for ref in model.references:
         if base is not None and ref.kustomization == base.path and ref.role == "resource" and ref.path == path:
-            found.append(Reference(base.path, ref.line, f"resource {ref.written}", ref.key, ref.index,
+            found.append(FluxReference(base.path, ref.line, f"resource {ref.written}", ref.key, ref.index,
                                    _line_text(tree, base.path, ref.line)))
     for entry in model.patches_aimed_only_at(FLUX_GROUP, "Kustomization", cr):
         use = entry.use
@@ -229,7 +229,7 @@ def _kustomization_references(tree: Tree, config: Config, model: Kustomizations,
             what, file = f"patch file {posixpath.relpath(use.path, posixpath.dirname(use.file))}", use.path
         else:
             what = f"inline patch for {cr}"
-        found.append(Reference(use.file, use.line, what, use.field, use.index, _line_text(tree, use.file, use.line),
+        found.append(FluxReference(use.file, use.line, what, use.field, use.index, _line_text(tree, use.file, use.line),
                                file))
     return found
 
@@ -252,7 +252,7 @@ def _line_text(tree: Tree, path: str, line: int) -> str:
 
 
 @dataclass(frozen=True, order=True)
-class Item:
+class ListItem:
     """One item of a top-level list in a YAML file, to remove."""
 
     path: str
@@ -260,7 +260,7 @@ class Item:
     index: int
 
 
-def removal_changes(read: dict[str, bytes], items: Sequence[Item]) -> list[Change]:
+def removal_changes(read: dict[str, bytes], items: Sequence[ListItem]) -> list[Change]:
     """The updates that remove `items`; `read` holds the current bytes of every file they are in."""
     changes = []
     by_file: dict[tuple[str, str], list[int]] = {}
@@ -287,7 +287,7 @@ def _removable_sides(before: Inventory, now: Inventory, sides: list[Side], used:
 def _removal(
     tree: Tree, before: Inventory, now: Inventory, targets: set[int], config: Config, fix_overlays: bool,
     sides: tuple[Side, ...] = (),
-) -> tuple[tuple[Slot, ...], dict[Slot, tuple[Reference, ...]], list[Change]]:
+) -> tuple[tuple[Slot, ...], dict[Slot, tuple[FluxReference, ...]], list[Change]]:
     """The waves (and the removable side branches `sides`) to delete now, the lines referring to each
     removable one, and the edits removing them.
 
@@ -322,7 +322,7 @@ def _deletes(tree: Tree, waves: tuple[Slot, ...], config: Config) -> list[Change
 
 
 __all__ = [
-    "Item", "Reference", "kustomization_references", "removable_waves", "removal_changes",
+    "ListItem", "FluxReference", "kustomization_references", "removable_waves", "removal_changes",
     "wave_emptied_findings", "wave_references", "wave_removable_finding", "wave_removed_finding",
     "waves_references",
 ]

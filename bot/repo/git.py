@@ -169,7 +169,7 @@ def _one_line(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Object:
+class _TreeEntry:
     mode: int
     type: str  # blob, tree, commit (a submodule)
     oid: str
@@ -196,7 +196,7 @@ class GitTree:
                 f"unknown revision '{rev}'", hint="fetch it first (git fetch origin <branch>) or pass a commit SHA"
             )
         self.rev = _text(resolved.stdout).strip()
-        self._objects: dict[str, _Object] = {}
+        self._objects: dict[str, _TreeEntry] = {}
         self._children: dict[str, list[Entry]] = {"": []}
         treeish = f"{self.rev}:{prefix.rstrip('/')}" if prefix else self.rev
         listed = _run(self._top, ["ls-tree", "-r", "-t", "-z", treeish], env)
@@ -214,7 +214,7 @@ class GitTree:
             meta, _, raw = record.partition(b"\t")
             mode, kind, oid = meta.split()
             path = os.fsdecode(raw)
-            obj = _Object(int(mode, 8), kind.decode(), oid.decode())
+            obj = _TreeEntry(int(mode, 8), kind.decode(), oid.decode())
             self._objects[path] = obj
             parent, _, name = path.rpartition("/")
             self._children.setdefault(parent, []).append(Entry(name, self._kind(obj)))
@@ -222,7 +222,7 @@ class GitTree:
                 self._children.setdefault(path, [])
 
     @staticmethod
-    def _kind(obj: _Object) -> Kind:
+    def _kind(obj: _TreeEntry) -> Kind:
         if obj.type == "tree":
             return "dir"
         if obj.type == "blob":

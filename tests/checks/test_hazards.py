@@ -9,7 +9,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from bot.checks.deletes import ORPHAN_SNIPPET, PRUNE_FALSE_SNIPPET, PRUNE_SNIPPET, duplicate_findings, hazard_findings
-from bot.checks.removal import Reference, removable_waves, wave_references, wave_removed_finding
+from bot.checks.removal import FluxReference, removable_waves, wave_references, wave_removed_finding
 from bot.config import Config, parse_config
 from bot.flux.inventory import Inventory, ResourceId, read_inventory
 from bot.flux.manifests import ParseCache
@@ -574,9 +574,9 @@ def test_wave_removed_names_the_lines_to_delete(example_repo: Path) -> None:
     prod_line = line_of(example_repo, "clusters/prod/kustomization.yaml", "  - path: patches/apps-wave-3-sops.yaml")
     assert (base_line, dev_line, prod_line) == (17, 55, 15)
     assert references == (
-        Reference("clusters/base/kustomization.yaml", 17, "resource apps-wave-3.yaml"),
-        Reference("clusters/dev/kustomization.yaml", 55, "inline patch for apps-wave-3"),
-        Reference("clusters/prod/kustomization.yaml", 15, "patch file patches/apps-wave-3-sops.yaml"),
+        FluxReference("clusters/base/kustomization.yaml", 17, "resource apps-wave-3.yaml"),
+        FluxReference("clusters/dev/kustomization.yaml", 55, "inline patch for apps-wave-3"),
+        FluxReference("clusters/prod/kustomization.yaml", 15, "patch file patches/apps-wave-3-sops.yaml"),
     )
     base = read_inventory(tree, config)
     finding = wave_removed_finding(base, 3, config, references)
@@ -604,8 +604,8 @@ def test_explicit_overlays_and_patch_targets(example_repo: Path) -> None:
     )})
     config = dataclasses.replace(config_of(example_repo), overlays=("clusters/staging",))
     assert wave_references(FsTree(str(example_repo)), config, 1) == (
-        Reference("clusters/base/kustomization.yaml", 15, "resource apps-wave-1.yaml"),
-        Reference("clusters/staging/kustomization.yaml", 4, "patch targeting apps-wave-1"),
+        FluxReference("clusters/base/kustomization.yaml", 15, "resource apps-wave-1.yaml"),
+        FluxReference("clusters/staging/kustomization.yaml", 4, "patch targeting apps-wave-1"),
     )
 
 
