@@ -1,4 +1,4 @@
-"""Side branches: a wave's non-gating Flux Kustomization (design doc §6, risk 2).
+"""Side branches: a wave's non-gating Flux Kustomization (docs/design.md §5.1).
 
 Wave N's side branch (`apps-wave-<N>-side`, directory `apps/wave-<N>-side`) holds the units listed
 in `non_gating`. It has the same template and the same `dependsOn` as wave N, so it starts after

@@ -8,7 +8,7 @@ lines that refer to its Flux Kustomization (the base entry, overlay patches aime
 every overlay keeps building. Without `--fix-overlays` wave-bot keeps the wave and quotes the exact
 lines; deleting them by hand is the step, and the next `apply` deletes the wave.
 
-The cutover (design doc §5.2), for a repository whose app tier is one Flux Kustomization `apps`
+The cutover (docs/design.md §4.1), for a repository whose app tier is one Flux Kustomization `apps`
 with `path: ./<apps_dir>`:
 - step 1, deployed with prune: true (and no deletionPolicy: Orphan): only `prune: false` on it;
 - step 2, deployed with prune: false (or Orphan): the whole split at once.

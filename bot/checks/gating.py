@@ -3,7 +3,7 @@
 Wave N's Flux Kustomization depends on wave N-1's, which is health-gated as a whole (`wait: true`),
 so every unit of wave N (and of its side branch) waits until every unit of wave N-1 is ready, also
 the ones it has no dependency path to. A crashloop in one of those holds wave N and everything
-after it (design doc §6, risk 2). This module names those waits per wave boundary, and the units of
+after it (docs/design.md §5.1). This module names those waits per wave boundary, and the units of
 the wave below that nothing above needs: the candidates for `non_gating`.
 """
 from __future__ import annotations

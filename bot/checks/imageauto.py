@@ -1,4 +1,4 @@
-"""Flux image automation must still see every wave (design doc §6, risk 4).
+"""Flux image automation must still see every wave (docs/design.md §5.3).
 
 An `ImageUpdateAutomation` (image.toolkit.fluxcd.io) rewrites the `$imagepolicy` markers only in
 the files under its `spec.update.path` (unset: the whole repository). The seed layout scans

@@ -2,7 +2,7 @@
 SOPS decryption, and the edits a new deepest wave still needs.
 
 A wave missing from the base is never applied; a wave without decryption applies its `*.sops.yaml`
-files still encrypted and corrupts the Secrets they hold (design doc §5.2, §6.5). Both are checked
+files still encrypted and corrupts the Secrets they hold (docs/design.md §5.2). Both are checked
 on the overlays' kustomize output (`bot.kustomize.build.build`, never kustomize itself).
 """
 from __future__ import annotations

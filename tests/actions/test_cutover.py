@@ -1,4 +1,4 @@
-"""The cutover from the monolithic `apps` Kustomization (design doc §5.2) on the flattened example.
+"""The cutover from the monolithic `apps` Kustomization (docs/design.md §4.1) on the flattened example.
 
 The flattened example is examples/homelab as it was before the split: every manifest directly in
 apps/ with apps/kustomization.yaml, one Flux Kustomization `apps` (path ./apps, prune: true), one
