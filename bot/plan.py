@@ -10,9 +10,17 @@ from typing import Any
 from bot.checks import acceptance, cascade, gating, restored, tiers
 from bot.checks import cutover as lifecycle
 from bot.checks import deletes as hazards
-from bot.checks import removal as checks_removal
 from bot.checks.registry import PlanContext, run_checks
-from bot.checks.removal import _deletes, _removable_sides, _removal, _wave_files
+from bot.checks.removal import (
+    kustomization_references,
+    removable_sides,
+    removal_changes,
+    wave_deletes,
+    wave_files,
+    wave_removable_finding,
+    wave_removed_finding,
+    waves_to_remove,
+)
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.fixes import overlays as overlayfix
@@ -178,15 +186,15 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         findings.append(lifecycle.step_2_finding(cutover, here, config, waves))
     if before is not None:
         assert base is not None
-        removed, references, removal = _removal(tree, before, now, targets, config, fix_overlays,
-                                                _removable_sides(before, now, sides, slots))
+        removed, references, removal = waves_to_remove(tree, before, now, targets, config, fix_overlays,
+                                                removable_sides(before, now, sides, slots))
         waves = tuple(n for n in waves if n not in removed)
         sides = [s for s in sides if s not in removed]
-        gone = {p for n in removed for p in _wave_files(n, config)}
+        gone = {p for n in removed for p in wave_files(n, config)}
         writes = [c for c in writes if c.path not in gone]
-        findings += [checks_removal.wave_removed_finding(before, n, config, references.get(n, ()), removed=fix_overlays)
+        findings += [wave_removed_finding(before, n, config, references.get(n, ()), removed=fix_overlays)
                      for n in removed]
-        findings += [checks_removal.wave_removable_finding(before, n, config, refs)
+        findings += [wave_removable_finding(before, n, config, refs)
                      for n, refs in references.items() if n not in removed]
         findings += cascade.with_cascades(hazards.hazard_findings(before, now, config), base, before, config)
         deepest_before = max(existing_waves(base, config), default=None)
@@ -205,7 +213,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
                                               config)
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
-    changes = _compact([*moves, *writes, *retired, *_deletes(tree, removed, config), *removal])
+    changes = _compact([*moves, *writes, *retired, *wave_deletes(tree, removed, config), *removal])
     planned = PlannedTree(tree, changes)
     every: tuple[Slot, ...] = tuple(sorted((*waves, *sides), key=order))
     if fix_overlays:
@@ -255,12 +263,12 @@ def _retire(
     patch files only it used. With --fix-overlays the waves' base entries take the legacy entry's
     place, in its style."""
     legacy = cutover.legacy
-    refs = checks_removal.kustomization_references(tree, config, legacy.name, legacy.path)
+    refs = kustomization_references(tree, config, legacy.name, legacy.path)
     read = {r.path: tree.read(r.path) for r in refs}
     base_entry = next((r for r in refs if r.key == "resources"), None)
     if fix_overlays and base_entry is not None:
         read[base_entry.path] = lifecycle.wave_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
-    changes = checks_removal.removal_changes(read, [r.item for r in refs])
+    changes = removal_changes(read, [r.item for r in refs])
     changes.append(Change("delete", legacy.path))
     # The apps directory's own kustomization, under whichever name kustomize accepts there.
     own = find_kustomization(tree, config.apps_dir)
@@ -325,7 +333,7 @@ def _generated(
             resources[file.target_wave] += units.listing(tree, file.path, file.listed(config), file.is_dir)
     out: dict[str, bytes] = {}
     for n in waves:
-        kustomization, cr = _wave_files(n, config)
+        kustomization, cr = wave_files(n, config)
         out[kustomization] = render.wave_kustomization(resources[n])
         out[cr] = render.wave_cr(n, template, config)
     return out

@@ -277,14 +277,14 @@ def removal_changes(read: dict[str, bytes], items: Sequence[ListItem]) -> list[C
     return changes
 
 
-def _removable_sides(before: Inventory, now: Inventory, sides: list[Side], used: set[Slot]) -> tuple[Side, ...]:
+def removable_sides(before: Inventory, now: Inventory, sides: list[Side], used: set[Slot]) -> tuple[Side, ...]:
     """Side branches that applied nothing at base and apply nothing now: deleting their Flux
     Kustomization deletes nothing, and nothing depends on a side branch."""
     base_counts, now_counts = before.counts(), now.counts()
     return tuple(s for s in sides if s not in used and not base_counts.get(s) and not now_counts.get(s))
 
 
-def _removal(
+def waves_to_remove(
     tree: Tree, before: Inventory, now: Inventory, targets: set[int], config: Config, fix_overlays: bool,
     sides: tuple[Side, ...] = (),
 ) -> tuple[tuple[Slot, ...], dict[Slot, tuple[FluxReference, ...]], list[Change]]:
@@ -311,18 +311,18 @@ def _removal(
     return removed, {n: refs for n, refs in references.items() if refs}, []
 
 
-def _wave_files(n: Slot, config: Config) -> tuple[str, str]:
+def wave_files(n: Slot, config: Config) -> tuple[str, str]:
     """The two files wave-bot generates for wave `n` (or a side branch)."""
     return f"{config.wave_dir(n)}/{KUSTOMIZATION}", config.wave_cr_path(n)
 
 
-def _deletes(tree: Tree, waves: tuple[Slot, ...], config: Config) -> list[Change]:
+def wave_deletes(tree: Tree, waves: tuple[Slot, ...], config: Config) -> list[Change]:
     """Delete the generated files of `waves` (nothing else: a stray file keeps its directory)."""
-    return [Change("delete", p) for n in waves for p in _wave_files(n, config) if tree.kind(p) == "file"]
+    return [Change("delete", p) for n in waves for p in wave_files(n, config) if tree.kind(p) == "file"]
 
 
 __all__ = [
-    "ListItem", "FluxReference", "kustomization_references", "removable_waves", "removal_changes",
-    "wave_emptied_findings", "wave_references", "wave_removable_finding", "wave_removed_finding",
-    "waves_references",
+    "FluxReference", "ListItem", "kustomization_references", "removable_sides", "removable_waves", "removal_changes",
+    "wave_deletes", "wave_emptied_findings", "wave_files", "wave_references", "wave_removable_finding",
+    "wave_removed_finding", "waves_references", "waves_to_remove",
 ]
