@@ -32,17 +32,25 @@ WORK = ROOT / ".mutation" / "run"
 # Safety module -> the test files that exercise it through what a user sees. Kept to the fast,
 # direct tests: the property suites (fluxsim, differential, properties) take minutes per mutant.
 RELATED: dict[str, tuple[str, ...]] = {
-    "hazards": ("test_hazards.py", "test_lifecycle.py", "test_action_ownership.py"),
-    "ownership": ("test_hazards.py", "test_action_ownership.py"),
-    "lifecycle": ("test_lifecycle.py", "test_cutover.py"),
-    "kustomize": ("test_kustomize.py", "test_kustomizations.py", "test_overlays.py", "test_resid.py"),
-    "patching": ("test_overlays.py", "test_kustomize.py"),
-    "decryption": ("test_decryption.py", "test_overlays.py"),
-    "evalpaths": ("test_overlays.py",),
-    "overlaycheck": ("test_overlays.py", "test_decryption.py"),
-    "side": ("test_side.py", "test_gating.py"),
-    "kustomizations": ("test_kustomizations.py", "test_decryption.py"),
+    "checks.deletes": ("checks/test_hazards.py", "checks/test_lifecycle.py", "actions/test_action_ownership.py"),
+    "checks.removal": ("checks/test_lifecycle.py", "checks/test_hazards.py"),
+    "checks.cutover": ("checks/test_lifecycle.py", "actions/test_cutover.py"),
+    "checks.cascade": ("checks/test_cascade.py",),
+    "checks.overlays": ("checks/test_overlays.py", "flux/test_decryption.py"),
+    "flux.ownership": ("checks/test_hazards.py", "actions/test_action_ownership.py"),
+    "flux.stateful": ("checks/test_hazards.py", "checks/test_cascade.py"),
+    "flux.decryption": ("flux/test_decryption.py", "checks/test_overlays.py"),
+    "flux.evalpaths": ("checks/test_overlays.py",),
+    "kustomize.build": ("kustomize/test_kustomize.py", "kustomize/test_kustomizations.py", "checks/test_overlays.py"),
+    "kustomize.files": ("kustomize/test_kustomize.py", "checks/test_overlays.py"),
+    "kustomize.select": ("kustomize/test_kustomize.py", "kustomize/test_resid.py"),
+    "kustomize.patching": ("checks/test_overlays.py", "kustomize/test_kustomize.py"),
+    "kustomize.repository": ("kustomize/test_kustomizations.py", "flux/test_decryption.py"),
+    "fixes.stepping": ("fixes/test_stepping.py", "fixes/test_protect.py"),
+    "fixes.protect": ("fixes/test_protect.py", "fixes/test_stepping.py"),
+    "side": ("layout/test_side.py", "checks/test_gating.py"),
 }
+"""Safety module (its dotted path under bot/) -> its related tests (paths under tests/)."""
 # A sample keeps the mutants whose number ends in one of these digits (spread, so 20% is 0 and 5).
 SPREAD = "0516273849"
 
@@ -57,7 +65,12 @@ def changed_modules(since: str) -> list[str]:
 
     paths = set(lines("diff", "--name-only", since, "--", "bot")) | set(
         lines("ls-files", "--others", "--exclude-standard", "--", "bot"))
-    return [m for m in RELATED if f"bot/{m}.py" in paths]
+    return [m for m in RELATED if source(m) in paths]
+
+
+def source(module: str) -> str:
+    """The file of a safety module: `checks.deletes` -> bot/checks/deletes.py."""
+    return f"bot/{module.replace('.', '/')}.py"
 
 
 def patterns(modules: Sequence[str], sample: int) -> list[str]:
@@ -89,7 +102,7 @@ def prepare(modules: Sequence[str]) -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
     settings = dict(tomllib.loads(pyproject).get("tool", {}).get("mutmut", {}))
     tests = sorted({f"tests/{t}" for m in modules for t in RELATED[m]})
-    settings |= {"only_mutate": [f"bot/{m}.py" for m in modules], "pytest_add_cli_args_test_selection": tests}
+    settings |= {"only_mutate": [source(m) for m in modules], "pytest_add_cli_args_test_selection": tests}
     head, _, rest = pyproject.partition("[tool.mutmut]\n")
     # Drop the section's own lines (up to the next table) and write the scoped one instead.
     tail = rest[rest.find("\n[") + 1:] if "\n[" in rest else ""
@@ -103,7 +116,7 @@ def results(modules: Sequence[str], globs: Sequence[str]) -> dict[str, tuple[dic
 
     out: dict[str, tuple[dict[str, int], list[str]]] = {}
     for m in modules:
-        meta = WORK / "mutants" / "bot" / f"{m}.py.meta"
+        meta = WORK / "mutants" / f"{source(m)}.meta"
         codes = json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
         counts: dict[str, int] = {}
         survivors: list[str] = []

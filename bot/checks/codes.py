@@ -72,6 +72,26 @@ CODES: tuple[Code, ...] = (
     # checks/gating.py, checks/imageauto.py
     Code("chain-gating", "info", "units that wait for others only because the waves form one chain", own_section=True),
     Code("image-automation-uncovered", "warning", "an ImageUpdateAutomation's update path misses a wave directory"),
+    # the next safe step and acceptances (fixes/stepping.py, checks/acceptance.py)
+    Code("move-held", "warning",
+         "a data-loss move is held: `apply` protects the objects it would delete first, and moves once deployed"),
+    Code("stale-acceptance", "warning", "an entry of `.wave-bot-accept.yaml` names no object this change deletes"),
+    # the tiers around the waves (checks/tiers.py, checks/crds.py, checks/substitution.py)
+    Code("depends-on-missing", "error", "a Flux Kustomization `dependsOn` one no entrypoint applies: never Ready"),
+    Code("depends-on-cycle", "error", "a `dependsOn` cycle: none of its tiers ever starts"),
+    Code("tier-not-checked", "info", "wave-bot cannot build a tier's pass: its CRDs and substitutions are not checked"),
+    Code("depends-on-namespace", "error",
+         "a `dependsOn` entry without `namespace` names a Kustomization only another namespace has"),
+    Code("crd-same-pass-as-creator", "error",
+         "a second-order kind in the same pass as the CR whose controller creates its CRD: a deadlock"),
+    Code("crd-not-ordered", "error", "a kind whose CRD another tier serves, with no Ready-gated ordering: a race"),
+    Code("crd-source-unknown", "warning", "once per kind: nothing known serves its CRD, and wave-bot does not guess"),
+    Code("substitution-unresolved", "error (warning with `strict_substitution: false`)",
+         "a `${VAR}` without a default that no `postBuild` source of the tier defines"),
+    Code("substitution-without-postbuild", "warning",
+         "a `${VAR}` in a tier without `spec.postBuild`: it reaches the cluster as written"),
+    Code("substitution-source-missing", "warning",
+         "a tier needs variables, and one of its non-optional `substituteFrom` sources is not in git"),
     # the run (actions/run.py) and the plan without a base
     Code("hazards-skipped", "warning", "(bot) the base revision could not be fetched: prune hazards not checked"),
     Code("base-is-work-tree", "info", "no `--base`: the work tree is taken as deployed to judge the moves"),

@@ -13,7 +13,7 @@ import mutation  # noqa: E402
 
 def test_every_safety_module_and_related_test_exists() -> None:
     for module, tests in mutation.RELATED.items():
-        assert (PROJECT / "bot" / f"{module}.py").is_file(), module
+        assert (PROJECT / mutation.source(module)).is_file(), module
         for test in tests:
             assert (PROJECT / "tests" / test).is_file(), (module, test)
 
@@ -21,7 +21,7 @@ def test_every_safety_module_and_related_test_exists() -> None:
 def test_a_sample_keeps_about_that_share_of_mutants_of_the_module_only() -> None:
     names = [f"bot.kustomize.patching.x__apply_op__mutmut_{n}" for n in range(1, 201)]
     for percent in (10, 20, 50, 100):
-        globs = mutation.patterns(["patching"], percent)
+        globs = mutation.patterns(["kustomize.patching"], percent)
         assert sum(any(fnmatch(n, g) for g in globs) for n in names) == 2 * percent
         assert not any(fnmatch("bot.flux.ownership.x_may_prune__mutmut_10", g) for g in globs)
 
@@ -30,4 +30,4 @@ def test_an_unknown_module_is_a_usage_error_listing_the_modules() -> None:
     result = subprocess.run([sys.executable, str(PROJECT / "tools/mutation.py"), "plan"], capture_output=True,
                             text=True)
     assert result.returncode == 2
-    assert "not a safety module: plan (choose from hazards, ownership, lifecycle," in result.stderr
+    assert "not a safety module: plan (choose from checks.deletes, checks.removal, checks.cutover," in result.stderr
