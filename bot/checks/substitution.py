@@ -31,7 +31,7 @@ CODES = ("substitution-unresolved", "substitution-without-postbuild", "substitut
 
 
 @dataclass(frozen=True)
-class Reference:
+class VariableUse:
     """One `${...}` expression in a string."""
 
     name: str
@@ -41,7 +41,7 @@ class Reference:
     """False when it carries a default."""
 
 
-def references(text: str) -> Iterator[Reference]:
+def references(text: str) -> Iterator[VariableUse]:
     """The variable expressions of `text` as Flux's envsubst reads them."""
     i = 0
     while i < len(text) - 1:
@@ -74,14 +74,14 @@ def _closing(text: str, start: int) -> int:
     return -1
 
 
-def _reference(body: str, whole: str) -> Reference | None:
+def _reference(body: str, whole: str) -> VariableUse | None:
     body = body[1:] if body.startswith("#") else body  # ${#var}: its length
     match = _NAME.match(body)
     if match is None:
         return None
     rest = body[match.end():]
     has_default = any(rest.startswith(op) for op in _DEFAULTS)
-    return Reference(match.group(0), whole, not has_default)
+    return VariableUse(match.group(0), whole, not has_default)
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -103,11 +103,11 @@ def _disabled(obj: Object) -> bool:
     return any(isinstance(meta.get(k), dict) and meta[k].get(DISABLED) == "disabled" for k in ("annotations", "labels"))
 
 
-def required(obj: Object) -> list[Reference]:
+def required(obj: Object) -> list[VariableUse]:
     """The variables `obj` needs defined (first use of each), unless substitution is disabled on it."""
     if _disabled(obj):
         return []
-    seen: dict[str, Reference] = {}
+    seen: dict[str, VariableUse] = {}
     for text in _strings(obj.value):
         if "${" not in text:
             continue  # most strings: no expression, and the scan below walks every character
@@ -165,7 +165,7 @@ def _keys(value: Mapping[str, Any]) -> set[str]:
     return out
 
 
-def issues(entry: Entrypoint, config: Config, seen: dict[int, list[Reference]] | None = None) -> list[Issue]:
+def issues(entry: Entrypoint, config: Config, seen: dict[int, list[VariableUse]] | None = None) -> list[Issue]:
     """The substitution findings of one entrypoint. `seen` (object id -> its variables) lets the
     entrypoints that share a tier's pass (the same build) scan its objects once."""
     seen = seen if seen is not None else {}
@@ -197,7 +197,7 @@ def _what(obj: Object) -> str:
     return f"{obj.id.kind} {obj.id.namespace + '/' if obj.id.namespace else ''}{obj.id.name}"
 
 
-def _unresolved(tier: Tier, obj: Object, ref: Reference, config: Config, first: str | None) -> Issue:
+def _unresolved(tier: Tier, obj: Object, ref: VariableUse, config: Config, first: str | None) -> Issue:
     severity: Severity
     if config.strict_substitution:
         severity, effect = "error", ("the reconcile fails ('variable not set (strict mode)'), so the tier never "
@@ -215,7 +215,7 @@ def _unresolved(tier: Tier, obj: Object, ref: Reference, config: Config, first: 
     )
 
 
-def _literal(tier: Tier, obj: Object, ref: Reference) -> Issue:
+def _literal(tier: Tier, obj: Object, ref: VariableUse) -> Issue:
     return Issue(
         code="substitution-without-postbuild", severity="warning",
         message=(f"{ref.text} in {obj.source} ({_what(obj)}) reaches the cluster as written: {tier.title} "
@@ -226,7 +226,7 @@ def _literal(tier: Tier, obj: Object, ref: Reference) -> Issue:
     )
 
 
-def _source_missing(tier: Tier, defined: Sources, unresolved: list[tuple[Object, Reference]]) -> Issue:
+def _source_missing(tier: Tier, defined: Sources, unresolved: list[tuple[Object, VariableUse]]) -> Issue:
     names = ", ".join(sorted({ref.name for _, ref in unresolved}))
     return Issue(
         code="substitution-source-missing", severity="warning",
@@ -238,4 +238,4 @@ def _source_missing(tier: Tier, defined: Sources, unresolved: list[tuple[Object,
     )
 
 
-__all__ = ["CODES", "DISABLED", "Reference", "Sources", "issues", "references", "required", "sources"]
+__all__ = ["CODES", "DISABLED", "VariableUse", "Sources", "issues", "references", "required", "sources"]

@@ -19,7 +19,7 @@ from typing import Any
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.flux.decryption import wave_of
-from bot.flux.tiers import BOOTSTRAP, DEFAULT_NAMESPACE, Dependency, Entrypoint, Issue, Tier, entrypoints
+from bot.flux.tiers import BOOTSTRAP, DEFAULT_NAMESPACE, DependsOnEntry, Entrypoint, Issue, Tier, entrypoints
 from bot.kustomize.repository import Builds
 from bot.model import Finding
 from bot.repo.tree import Tree
@@ -80,7 +80,7 @@ def _unchecked_issue(tier: Tier, reason: str) -> Issue:
     )
 
 
-def _missing_issue(entry: Entrypoint, tier: Tier, dep: Dependency) -> Issue:
+def _missing_issue(entry: Entrypoint, tier: Tier, dep: DependsOnEntry) -> Issue:
     ns = dep.namespace or tier.namespace
     close = difflib.get_close_matches(dep.name, [t.name for t in entry.tiers if t.namespace == ns], n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
@@ -98,7 +98,7 @@ def _missing_issue(entry: Entrypoint, tier: Tier, dep: Dependency) -> Issue:
     )
 
 
-def _namespace_issue(tier: Tier, dep: Dependency, target: Tier) -> Issue:
+def _namespace_issue(tier: Tier, dep: DependsOnEntry, target: Tier) -> Issue:
     return Issue(
         code="depends-on-namespace", severity="error",
         message=(f"{tier.title} dependsOn {dep.name} without a namespace, so Flux looks for it in {tier.namespace}; "
@@ -110,13 +110,13 @@ def _namespace_issue(tier: Tier, dep: Dependency, target: Tier) -> Issue:
     )
 
 
-def cycles(entry: Entrypoint) -> list[list[tuple[Tier, Dependency, Tier]]]:
+def cycles(entry: Entrypoint) -> list[list[tuple[Tier, DependsOnEntry, Tier]]]:
     """Each dependsOn cycle once, as its edges (a strongly connected component's cycle through its
     first tier; a self-dependency is a cycle of one edge)."""
-    after: dict[tuple[str, str], list[tuple[Tier, Dependency, Tier]]] = {}
+    after: dict[tuple[str, str], list[tuple[Tier, DependsOnEntry, Tier]]] = {}
     for edge in entry.edges():
         after.setdefault(edge[0].key, []).append(edge)
-    found: list[list[tuple[Tier, Dependency, Tier]]] = []
+    found: list[list[tuple[Tier, DependsOnEntry, Tier]]] = []
     covered: set[tuple[str, str]] = set()
     for tier in entry.tiers:
         if tier.key in covered:
@@ -128,10 +128,10 @@ def cycles(entry: Entrypoint) -> list[list[tuple[Tier, Dependency, Tier]]]:
     return found
 
 
-def _cycle_from(start: tuple[str, str], after: Mapping[tuple[str, str], list[tuple[Tier, Dependency, Tier]]]
-                ) -> list[tuple[Tier, Dependency, Tier]]:
+def _cycle_from(start: tuple[str, str], after: Mapping[tuple[str, str], list[tuple[Tier, DependsOnEntry, Tier]]]
+                ) -> list[tuple[Tier, DependsOnEntry, Tier]]:
     """The shortest path of edges from `start` back to itself ([] when there is none)."""
-    frontier: list[list[tuple[Tier, Dependency, Tier]]] = [[e] for e in after.get(start, [])]
+    frontier: list[list[tuple[Tier, DependsOnEntry, Tier]]] = [[e] for e in after.get(start, [])]
     seen: set[tuple[str, str]] = set()
     while frontier:
         nxt = []
@@ -147,7 +147,7 @@ def _cycle_from(start: tuple[str, str], after: Mapping[tuple[str, str], list[tup
     return []
 
 
-def _cycle_issue(cycle: list[tuple[Tier, Dependency, Tier]]) -> Issue:
+def _cycle_issue(cycle: list[tuple[Tier, DependsOnEntry, Tier]]) -> Issue:
     ring = " -> ".join([cycle[0][0].title, *(b.title for _, _, b in cycle)])
     edges = "; ".join(f"{a.title} dependsOn {b.title} ({a.file}:{d.line})" for a, d, b in cycle)
     first = cycle[0]
@@ -170,7 +170,7 @@ def _run(entries: list[Entrypoint], config: Config) -> tuple[list[Finding], set[
 
     labels = [e.label for e in entries]
     issues = [(e, i) for e in entries for i in graph_issues(e)]
-    seen: dict[int, list[substitution.Reference]] = {}  # the objects stay alive for the whole run
+    seen: dict[int, list[substitution.VariableUse]] = {}  # the objects stay alive for the whole run
     issues += [(e, i) for e in entries for i in substitution.issues(e, config, seen)]
     unknown: list[crds.Unknown] = []
     for entry in entries:

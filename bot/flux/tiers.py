@@ -24,7 +24,7 @@ BOOTSTRAP = (DEFAULT_NAMESPACE, "flux-system")
 
 
 @dataclass(frozen=True)
-class Dependency:
+class DependsOnEntry:
     name: str
     namespace: str | None
     """As written; None: the dependent's own namespace."""
@@ -41,7 +41,7 @@ class Tier:
     line: int
     path: str | None
     """spec.path as a repo directory ('' for the root); None when it leaves the repository."""
-    depends_on: tuple[Dependency, ...]
+    depends_on: tuple[DependsOnEntry, ...]
     ready_gated: bool
     """wait: true or health checks: dependents start once what it applied is healthy, not just applied."""
     value: Mapping[str, Any]
@@ -83,7 +83,7 @@ class Entrypoint:
     def tier(self, key: tuple[str, str]) -> Tier | None:
         return next((t for t in self.tiers if t.key == key), None)
 
-    def edges(self) -> list[tuple[Tier, Dependency, Tier]]:
+    def edges(self) -> list[tuple[Tier, DependsOnEntry, Tier]]:
         """(dependent, entry, target) for each dependsOn entry whose target this entrypoint applies."""
         out = []
         for tier in self.tiers:
@@ -168,7 +168,7 @@ def _tier(tree: Tree, obj: Object) -> Tier:
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             ns = entry.get("namespace")
             line = info.line(("spec", "dependsOn", i)) if info is not None else 0
-            deps.append(Dependency(entry["name"], str(ns) if ns else None, line))
+            deps.append(DependsOnEntry(entry["name"], str(ns) if ns else None, line))
     health = spec.get("healthChecks")
     gated = spec.get("wait") is True or (isinstance(health, list) and bool(health))
     return Tier(str(meta.get("name", "")), namespace, obj.source, info.start_line if info is not None else 0,
@@ -237,6 +237,6 @@ class Issue:
 
 
 __all__ = [
-    "Dependency", "Entrypoint", "Issue", "Pass", "Tier", "doc_info", "entrypoints", "is_flux_kustomization",
+    "DependsOnEntry", "Entrypoint", "Issue", "Pass", "Tier", "doc_info", "entrypoints", "is_flux_kustomization",
     "tier_pass",
 ]
