@@ -30,11 +30,13 @@ Held = Mapping[str, frozenset[str]]
 
 def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile]) -> dict[str, frozenset[str]]:
     """The moving files with a data-loss `later-wave-move`, and every object their move deletes."""
-    by_target = {f.target: f for f in files if f.moves}
+    # A move's finding stands at the deployed (source) file, where its fix goes; at the destination
+    # when the report has no source to point at.
+    moving = {**{f.target: f for f in files if f.moves}, **{f.path: f for f in files if f.moves}}
     deleted: dict[str, set[str]] = {}
     losing: set[str] = set()
     for finding in findings:
-        file = by_target.get(finding.path or "")
+        file = moving.get(finding.path or "")
         if finding.code != "later-wave-move" or finding.severity == "info" or file is None or not finding.resource:
             continue
         deleted.setdefault(file.path, set()).add(finding.resource)

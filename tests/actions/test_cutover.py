@@ -185,7 +185,7 @@ def test_step_1_orphans_a_legacy_kustomization_whose_deletion_policy_always_prun
     git(flat_repo, "commit", "-q", "-am", f"apps: deletionPolicy {policy}")
     code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
     assert code == 0 and out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
-    diff = git(flat_repo, "diff", "-U0", "--", "clusters/base/apps.yaml")
+    diff = git(flat_repo, "diff", "HEAD", "-U0", "--", "clusters/base/apps.yaml")
     assert [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
         f"-  deletionPolicy: {policy}", "+  deletionPolicy: Orphan"]
     (step,) = by_code(out, "cutover-step-1")
@@ -211,7 +211,7 @@ def test_a_legacy_kustomization_released_by_its_deletion_policy_goes_straight_to
     else:
         assert by_code(out, "cutover-step-1")
         assert out["changes"] == [{"action": "update", "path": "clusters/base/apps.yaml"}]
-        assert "+  prune: false" in git(flat_repo, "diff", "-U0", "--", "clusters/base/apps.yaml").splitlines()
+        assert "+  prune: false" in git(flat_repo, "diff", "HEAD", "-U0", "--", "clusters/base/apps.yaml").splitlines()
 
 
 def test_step_2_splits_everything_once_step_1_is_deployed(
