@@ -91,10 +91,15 @@ def with_unit(repo: Path, unit: str, files: dict[str, str] | None = None) -> Pat
     return repo
 
 
-def gain_dependency(repo: Path) -> None:
-    """pihole needs jackett (wave 0): pihole moves to wave 1."""
+def gain_dependency(repo: Path, moved: bool = True) -> None:
+    """pihole needs jackett (wave 0): pihole moves to wave 1. `moved`: the PR's author also made the
+    move (a plain `wave-bot apply`, which judges against the work tree); else only the catalog
+    changes, and `apply --base` takes the next safe step itself."""
     catalog = repo / "catalog/pihole.yaml"
     catalog.write_text(catalog.read_text() + "  dependencies:\n    - to: jackett\n")
+    if moved:
+        assert main(["apply", str(repo), "--format", "json"]) == 0
+        assert (repo / "apps/wave-1/pihole.yaml").exists()
 
 
 def plan(repo: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
@@ -331,8 +336,25 @@ def test_without_a_base_the_move_of_a_child_is_judged_on_the_work_tree(
     example_repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = with_unit(example_repo, child())
-    gain_dependency(repo)
+    gain_dependency(repo, moved=False)
     capsys.readouterr()
     assert main(["plan", str(repo), "--format", "json"]) == 0
     (move,) = about(json.loads(capsys.readouterr().out)["findings"], CHILD)
     assert move["severity"] == "error" and PIHOLE_PVC in move["message"]
+
+
+def test_apply_against_the_base_holds_a_pruning_child_and_protects_the_child_itself(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The move would run the child's finalizer: the safe first step keeps it in wave 0 and marks the
+    # child Kustomization prune: disabled, so wave 0 leaves it (and so its inventory) in place.
+    repo = with_unit(example_repo, child())
+    gain_dependency(repo, moved=False)
+    capsys.readouterr()
+    assert main(["apply", str(repo), "--base", "HEAD", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (held,) = about(out["findings"], CHILD)
+    assert held["code"] == "move-held"
+    assert not (repo / "apps/wave-1/pihole.yaml").exists()
+    unit = (repo / "apps/wave-0/pihole.yaml").read_text()
+    assert "kustomize.toolkit.fluxcd.io/prune: disabled" in unit
