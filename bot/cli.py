@@ -126,13 +126,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     return 0
 
 
-def _in_actions() -> bool:
-    env = os.environ
-    return "true" in (env.get("GITHUB_ACTIONS"), env.get("GITEA_ACTIONS")) or bool(env.get("GITHUB_EVENT_PATH"))
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    if not _in_actions():
+    from bot.actions.forge.platforms import in_actions
+
+    if not in_actions(os.environ):
         raise WaveBotError(
             "`wave-bot run` is the GitHub/Gitea Actions entrypoint: it reads the event, token and inputs a runner "
             "provides (GITHUB_ACTIONS, GITHUB_EVENT_PATH, INPUT_TOKEN), and none are set here",
@@ -180,8 +177,12 @@ def _report_error(exc: WaveBotError, fmt: str = "text") -> None:
         from bot.report.formats import error_json
 
         sys.stdout.write(error_json(exc))
-    elif os.environ.get("GITHUB_ACTIONS") == "true" or os.environ.get("GITEA_ACTIONS") == "true":
+    else:
+        from bot.actions.forge.platforms import in_actions
         from bot.actions.workflow_commands import error_annotation
+
+        if not in_actions(os.environ):
+            return
 
         sys.stdout.write(error_annotation(exc))
 

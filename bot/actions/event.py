@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bot.actions.forge.platforms import detect
 from bot.errors import WaveBotError
 from bot.naming import shown
 
@@ -109,12 +110,11 @@ def _pull_number(payload: Mapping[str, Any]) -> int:
 
 def read_event(env: Mapping[str, str], payload: bytes | None) -> Event:
     """The run's facts from the runner's environment and the event payload (GITHUB_EVENT_PATH's bytes)."""
-    platform: Platform = "gitea" if env.get("GITEA_ACTIONS", "").lower() == "true" else "github"
+    forge = detect(env)
     server = _require(env, "GITHUB_SERVER_URL").rstrip("/")
     repository = _require(env, "GITHUB_REPOSITORY")
     if not _REPO.fullmatch(repository):
         raise WaveBotError(f"GITHUB_REPOSITORY {shown(repository)} is not owner/name")
-    default_api = f"{server}/api/v1" if platform == "gitea" else "https://api.github.com"
     name = _require(env, "GITHUB_EVENT_NAME")
     data: Mapping[str, Any] = {}
     if payload:
@@ -124,12 +124,12 @@ def read_event(env: Mapping[str, str], payload: bytes | None) -> Event:
             raise WaveBotError("the event payload (GITHUB_EVENT_PATH) is not JSON") from None
     run_id = env.get("GITHUB_RUN_ID", "").strip()
     return Event(
-        platform=platform,
+        platform=forge.name,  # type: ignore[arg-type]
         name=name,
         action=data.get("action") if isinstance(data.get("action"), str) else None,
         repository=repository,
         workspace=_require(env, "GITHUB_WORKSPACE"),
-        api_url=(env.get("GITHUB_API_URL", "").strip() or default_api).rstrip("/"),
+        api_url=(env.get("GITHUB_API_URL", "").strip() or forge.default_api(server)).rstrip("/"),
         server_url=server,
         ref_name=env.get("GITHUB_REF_NAME", "").strip() or None,
         run_url=f"{server}/{repository}/actions/runs/{run_id}" if run_id.isdigit() else None,

@@ -8,7 +8,6 @@ workflow_dispatch: regenerate the dispatched branch and report in the job summar
 from __future__ import annotations
 
 import dataclasses
-import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
@@ -59,12 +58,11 @@ class Outcome:
 
 
 def identity(event: Event) -> Identity:
+    from bot.actions.forge.platforms import platform
     from bot.repo.git import Identity
 
-    if event.platform == "github":
-        return Identity("github-actions[bot]", "41898282+github-actions[bot]@users.noreply.github.com")
-    host = urllib.parse.urlsplit(event.server_url).hostname or "gitea.invalid"
-    return Identity("flux-wave-bot", f"flux-wave-bot@noreply.{host}")
+    forge = platform(event.platform)
+    return Identity(forge.committer, forge.email(event.server_url))
 
 
 def _commit_message(plan: Plan) -> str:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from bot.actions.forge.api import CommentResult, Forge, PullRequest, Sleep, fit_body
+from bot.actions.forge.platforms import platform as known
 from bot.errors import WaveBotError
 
 
@@ -49,12 +50,7 @@ def make_forge(
     `bot_login` names the account the token comments as, for tokens whose identity cannot be looked
     up (a GitHub App's installation token comments as "<app-slug>[bot]"); by default it is looked up.
     """
-    factory = FORGES.get(platform)
-    if factory is None:
-        raise WaveBotError(
-            f"unknown forge platform {platform!r}",
-            hint=f"use one of: {', '.join(sorted(FORGES))}",
-        )
+    factory = FORGES[known(platform).name]  # an unknown name: the registry's error, listing the valid ones
     owner, _, name = repository.partition("/")
     if not owner or not name or "/" in name:
         raise WaveBotError(
