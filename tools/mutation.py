@@ -36,6 +36,7 @@ RELATED: dict[str, tuple[str, ...]] = {
     "checks.removal": ("checks/test_lifecycle.py", "checks/test_hazards.py"),
     "checks.cutover": ("checks/test_lifecycle.py", "actions/test_cutover.py"),
     "checks.cascade": ("checks/test_cascade.py",),
+    "checks.acceptance": ("checks/test_acceptance.py",),
     "checks.overlays": ("checks/test_overlays.py", "flux/test_decryption.py"),
     "flux.ownership": ("checks/test_hazards.py", "actions/test_action_ownership.py"),
     "flux.stateful": ("checks/test_hazards.py", "checks/test_cascade.py"),
@@ -94,11 +95,11 @@ def prepare(modules: Sequence[str]) -> None:
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                             capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, listed):
-        source = ROOT / name
-        if source.is_file() and not name.startswith(".mutation/"):
+        origin = ROOT / name
+        if origin.is_file() and not name.startswith(".mutation/"):
             target = WORK / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target, follow_symlinks=False)
+            shutil.copy2(origin, target, follow_symlinks=False)
     pyproject = (ROOT / "pyproject.toml").read_text()
     settings = dict(tomllib.loads(pyproject).get("tool", {}).get("mutmut", {}))
     tests = sorted({f"tests/{t}" for m in modules for t in RELATED[m]})

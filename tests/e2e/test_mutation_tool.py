@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from fnmatch import fnmatch
+from pathlib import Path
+
+import pytest
 
 from conftest import PROJECT
 
@@ -31,3 +35,15 @@ def test_an_unknown_module_is_a_usage_error_listing_the_modules() -> None:
                             text=True)
     assert result.returncode == 2
     assert "not a safety module: plan (choose from checks.deletes, checks.removal, checks.cutover," in result.stderr
+
+
+def test_prepare_copies_the_tree_and_scopes_mutmut_to_the_modules_and_their_tests(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mutation, "WORK", tmp_path / "run")
+    mutation.prepare(["fixes.protect", "checks.acceptance"])
+    assert (tmp_path / "run" / "bot" / "fixes" / "protect.py").is_file()
+    settings = tomllib.loads((tmp_path / "run" / "pyproject.toml").read_text())["tool"]["mutmut"]
+    assert settings["only_mutate"] == ["bot/fixes/protect.py", "bot/checks/acceptance.py"]
+    assert settings["pytest_add_cli_args_test_selection"] == [
+        "tests/checks/test_acceptance.py", "tests/fixes/test_protect.py", "tests/fixes/test_stepping.py"]
+    assert settings["source_paths"] == ["bot"]

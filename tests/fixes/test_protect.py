@@ -53,3 +53,18 @@ def test_what_cannot_be_edited_by_inserting_lines_is_refused(source: str) -> Non
     with pytest.raises(WaveBotError) as caught:
         protect(source.encode(), "a.yaml", [PVC])
     assert caught.value.path == "a.yaml"
+
+
+def test_a_manifest_without_a_final_newline_is_annotated_and_gains_only_the_newline() -> None:
+    source = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: app"
+    assert protect(source.encode(), "a.yaml", [PVC]).decode() == (
+        f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  annotations:\n    {KEY}\n  name: data\n"
+        "  namespace: app\n")
+
+
+def test_the_refusal_says_which_block_cannot_take_a_line() -> None:
+    # the reason is quoted in the move-held finding ("wave-bot cannot edit it safely (...)")
+    flow = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: app}\n"
+    with pytest.raises(WaveBotError) as caught:
+        protect(flow.encode(), "a.yaml", [PVC])
+    assert caught.value.message == "its metadata is not a block mapping wave-bot can add a line to"
