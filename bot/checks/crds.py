@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Config
-from bot.flux.tiers import Entrypoint, Issue, Tier
+from bot.flux.tiers import Entrypoint, Issue, Tier, locate
 from bot.kustomize.build import Object
 from bot.model import Finding
+from bot.repo.tree import Tree
 from bot.yamlio import documents as yamlio
 
 CODES = ("crd-same-pass-as-creator", "crd-not-ordered", "crd-source-unknown")
@@ -139,9 +140,11 @@ def _served(objects: Iterable[Object]) -> set[GroupKind]:
 class Unknown:
     gk: GroupKind
     obj: Object
+    line: int | None = None
+    """Where `obj` is written in its source file."""
 
 
-def _check(entry: Entrypoint, config: Config) -> tuple[list[Issue], list[Unknown]]:
+def _check(entry: Entrypoint, config: Config, tree: Tree | None) -> tuple[list[Issue], list[Unknown]]:
     served = {t.key: _served(p.objects) for t in entry.tiers if (p := entry.passes.get(t.key)) is not None}
     creators = _creators(entry, config)
     declared = {s.kind: s.kustomization for s in config.crd_sources if s.kustomization is not None}
@@ -158,6 +161,7 @@ def _check(entry: Entrypoint, config: Config) -> tuple[list[Issue], list[Unknown
             if builtin(gk[0]) or gk in served[tier.key] or gk in done:
                 continue
             done.add(gk)
+            line = locate(tree, obj) if tree is not None else None
             makers = [c for c in creators if c.makes(gk)]
             owners = [t for t in entry.tiers if gk in served.get(t.key, set())]
             owners += [t for pattern, name in declared.items() if _match(gk, pattern)
@@ -167,14 +171,14 @@ def _check(entry: Entrypoint, config: Config) -> tuple[list[Issue], list[Unknown
                 continue
             same = next((c for c in makers if c.tier.key == tier.key), None)
             if same is not None:
-                issues.append(_deadlock(tier, obj, gk, same, applied.objects))
+                issues.append(_deadlock(tier, obj, gk, same, applied.objects, line))
             elif sources:
                 source = sources[0]
                 # An edge the other way would close a cycle: then the CRD has to move instead.
                 cyclic = tier.key in entry.upstream(source)
-                issues.append(_race(tier, obj, gk, source, upstream, bool(makers), cyclic))
+                issues.append(_race(tier, obj, gk, source, upstream, bool(makers), cyclic, line))
             else:
-                unknown.append(Unknown(gk, obj))
+                unknown.append(Unknown(gk, obj, line))
     return issues, unknown
 
 
@@ -182,7 +186,8 @@ def _name(gk: GroupKind) -> str:
     return f"{gk[0]}/{gk[1]}"
 
 
-def _deadlock(tier: Tier, obj: Object, gk: GroupKind, creator: Creator, objects: Iterable[Object]) -> Issue:
+def _deadlock(tier: Tier, obj: Object, gk: GroupKind, creator: Creator, objects: Iterable[Object],
+              line: int | None) -> Issue:
     files = sorted({o.source for o in objects if creator.makes((o.id.group, o.id.kind))})
     suffix = gk[0].split(".")[0]
     name = f"{tier.name}-{suffix}"
@@ -209,12 +214,12 @@ def _deadlock(tier: Tier, obj: Object, gk: GroupKind, creator: Creator, objects:
                  f"({creator.obj.source}) whose controller creates that CRD at runtime: Flux dry-runs the whole pass "
                  f"first, the unknown kind aborts it, the CR is never applied, so the CRD never appears and "
                  f"{tier.title} never converges (every tier after it stalls)"),
-        path=obj.source, line=None, resource=_name(gk), fix=fix, tier=tier.name,
+        path=obj.source, line=line, resource=_name(gk), fix=fix, tier=tier.name,
     )
 
 
 def _race(tier: Tier, obj: Object, gk: GroupKind, source: Tier, upstream: set[tuple[str, str]],
-          second_order: bool, cyclic: bool) -> Issue:
+          second_order: bool, cyclic: bool, line: int | None) -> Issue:
     how = "whose controller creates" if second_order else "that applies"
     if cyclic:
         why = f"{source.title} depends on {tier.title}, so {tier.title} cannot depend on it"
@@ -237,13 +242,14 @@ def _race(tier: Tier, obj: Object, gk: GroupKind, source: Tier, upstream: set[tu
         code="crd-not-ordered", severity="error",
         message=(f"{tier.title} applies {_name(gk)} ({obj.source}), whose CRD comes from {source.title} ({how} it), "
                  f"and {why}: on a cold cluster the two race and {tier.title}'s dry-run fails on the unknown kind"),
-        path=obj.source, line=None, resource=_name(gk), fix=fix, tier=tier.name,
+        path=obj.source, line=line, resource=_name(gk), fix=fix, tier=tier.name,
     )
 
 
-def check(entry: Entrypoint, config: Config) -> tuple[list[Issue], list[Unknown]]:
-    """The deadlocks and races on one entrypoint, and the kinds whose source it does not show."""
-    return _check(entry, config)
+def check(entry: Entrypoint, config: Config, tree: Tree | None = None) -> tuple[list[Issue], list[Unknown]]:
+    """The deadlocks and races on one entrypoint, and the kinds whose source it does not show; with the
+    `tree` the objects come from, each with the line of the object."""
+    return _check(entry, config, tree)
 
 
 def unknown_findings(unknowns: Iterable[Unknown], config: Config) -> list[Finding]:
@@ -261,7 +267,7 @@ def _unknown(item: Unknown, config: Config) -> Finding:
         message=(f"no tier applies a CRD for {name} (first used in {item.obj.source}), no known controller creates "
                  f"it, and {config.source} declares no source for it: wave-bot cannot tell whether it exists when "
                  "that pass is dry-run"),
-        path=item.obj.source, resource=name,
+        path=item.obj.source, line=item.line, resource=name,
         fix=(f"# in {config.source}: the Flux Kustomization whose HelmRelease chart installs the CRD\n"
              f"crd_sources:\n  - kind: {name}\n    kustomization: <its name>\n"),
     )

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.config import Config
-from bot.flux.tiers import Entrypoint, Issue, Tier
+from bot.flux.tiers import Entrypoint, Issue, Tier, locate
 from bot.kustomize.build import Object
 from bot.model import Severity
+from bot.repo.tree import Tree
 
 DISABLED = "kustomize.toolkit.fluxcd.io/substitute"
 _NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
@@ -39,6 +40,8 @@ class VariableUse:
     """The expression as written (`${BACKUP_BUCKET}`)."""
     required: bool
     """False when it carries a default."""
+    at: tuple[str | int, ...] = ()
+    """The key path, in its object, of the string it is in (from `required`)."""
 
 
 def references(text: str) -> Iterator[VariableUse]:
@@ -84,16 +87,17 @@ def _reference(body: str, whole: str) -> VariableUse | None:
     return VariableUse(match.group(0), whole, not has_default)
 
 
-def _strings(value: Any) -> Iterator[str]:
+def _strings(value: Any, at: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Every string in `value` (keys included), with its key path."""
     if isinstance(value, str):
-        yield value
+        yield at, value
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield str(key)
-            yield from _strings(item)
+            yield (*at, str(key)), str(key)
+            yield from _strings(item, (*at, str(key)))
     elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+        for i, item in enumerate(value):
+            yield from _strings(item, (*at, i))
 
 
 def _disabled(obj: Object) -> bool:
@@ -108,12 +112,12 @@ def required(obj: Object) -> list[VariableUse]:
     if _disabled(obj):
         return []
     seen: dict[str, VariableUse] = {}
-    for text in _strings(obj.value):
+    for at, text in _strings(obj.value):
         if "${" not in text:
             continue  # most strings: no expression, and the scan below walks every character
         for ref in references(text):
-            if ref.required:
-                seen.setdefault(ref.name, ref)
+            if ref.required and ref.name not in seen:
+                seen[ref.name] = replace(ref, at=at)
     return list(seen.values())
 
 
@@ -165,10 +169,16 @@ def _keys(value: Mapping[str, Any]) -> set[str]:
     return out
 
 
-def issues(entry: Entrypoint, config: Config, seen: dict[int, list[VariableUse]] | None = None) -> list[Issue]:
+def issues(entry: Entrypoint, config: Config, seen: dict[int, list[VariableUse]] | None = None,
+           tree: Tree | None = None) -> list[Issue]:
     """The substitution findings of one entrypoint. `seen` (object id -> its variables) lets the
-    entrypoints that share a tier's pass (the same build) scan its objects once."""
+    entrypoints that share a tier's pass (the same build) scan its objects once; with the `tree` the
+    objects come from, each finding has the line of its `${VAR}`."""
     seen = seen if seen is not None else {}
+
+    def line(obj: Object, ref: VariableUse) -> int | None:
+        return locate(tree, obj, ref.at, ref.text) if tree is not None else None
+
     out = []
     for tier in entry.tiers:
         tier_pass = entry.passes.get(tier.key)
@@ -183,13 +193,13 @@ def issues(entry: Entrypoint, config: Config, seen: dict[int, list[VariableUse]]
             continue
         defined = sources(entry, tier)
         if defined is None:
-            out += [_literal(tier, obj, ref) for obj, ref in uses]
+            out += [_literal(tier, obj, ref, line(obj, ref)) for obj, ref in uses]
             continue
         unresolved = [(obj, ref) for obj, ref in uses if ref.name not in defined.names]
         if unresolved and defined.missing:
             out.append(_source_missing(tier, defined, unresolved))
         elif unresolved:
-            out += [_unresolved(tier, obj, ref, config, defined.first) for obj, ref in unresolved]
+            out += [_unresolved(tier, obj, ref, config, defined.first, line(obj, ref)) for obj, ref in unresolved]
     return out
 
 
@@ -197,7 +207,8 @@ def _what(obj: Object) -> str:
     return f"{obj.id.kind} {obj.id.namespace + '/' if obj.id.namespace else ''}{obj.id.name}"
 
 
-def _unresolved(tier: Tier, obj: Object, ref: VariableUse, config: Config, first: str | None) -> Issue:
+def _unresolved(tier: Tier, obj: Object, ref: VariableUse, config: Config, first: str | None,
+                line: int | None) -> Issue:
     severity: Severity
     if config.strict_substitution:
         severity, effect = "error", ("the reconcile fails ('variable not set (strict mode)'), so the tier never "
@@ -210,17 +221,17 @@ def _unresolved(tier: Tier, obj: Object, ref: VariableUse, config: Config, first
         code="substitution-unresolved", severity=severity,
         message=(f"{ref.text} in {obj.source} ({_what(obj)}) is defined by no postBuild source of {tier.title}: "
                  f"{effect}"),
-        path=obj.source, line=None, resource=ref.name,
+        path=obj.source, line=line, resource=ref.name,
         fix=f"{where}, or give it a default: ${{{ref.name}:=<value>}}", tier=tier.name,
     )
 
 
-def _literal(tier: Tier, obj: Object, ref: VariableUse) -> Issue:
+def _literal(tier: Tier, obj: Object, ref: VariableUse, line: int | None) -> Issue:
     return Issue(
         code="substitution-without-postbuild", severity="warning",
         message=(f"{ref.text} in {obj.source} ({_what(obj)}) reaches the cluster as written: {tier.title} "
                  f"({tier.file}) has no spec.postBuild, so Flux substitutes nothing in its pass"),
-        path=obj.source, line=None, resource=ref.name,
+        path=obj.source, line=line, resource=ref.name,
         fix=(f"# in {tier.file}, under spec: of {tier.title}\npostBuild:\n  substitute:\n    {ref.name}: <value>\n"),
         tier=tier.name,
     )

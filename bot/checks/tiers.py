@@ -161,20 +161,20 @@ def _cycle_issue(cycle: list[tuple[Tier, DependsOnEntry, Tier]]) -> Issue:
 
 def tier_findings(tree: Tree, config: Config, builds: Builds | None = None) -> list[Finding]:
     """Every tier check on every entrypoint: the dependsOn graph, substitution, CRD provenance."""
-    return _run(entrypoints(tree, config, builds), config)[0]
+    return _run(entrypoints(tree, config, builds), config, tree)[0]
 
 
-def _run(entries: list[Entrypoint], config: Config) -> tuple[list[Finding], set[str]]:
+def _run(entries: list[Entrypoint], config: Config, tree: Tree) -> tuple[list[Finding], set[str]]:
     """The findings, and the tiers they are about (by title) for the report's graph."""
     from bot.checks import crds, substitution  # they build on this module's model
 
     labels = [e.label for e in entries]
     issues = [(e, i) for e in entries for i in graph_issues(e)]
     seen: dict[int, list[substitution.VariableUse]] = {}  # the objects stay alive for the whole run
-    issues += [(e, i) for e in entries for i in substitution.issues(e, config, seen)]
+    issues += [(e, i) for e in entries for i in substitution.issues(e, config, seen, tree)]
     unknown: list[crds.Unknown] = []
     for entry in entries:
-        races, missing = crds.check(entry, config)
+        races, missing = crds.check(entry, config, tree)
         issues += [(entry, i) for i in races]
         unknown += missing
     broken = {t.title for e, i in issues if i.severity != "info" for t in e.tiers if t.name == i.tier}
@@ -235,7 +235,7 @@ def check(tree: Tree, config: Config, builds: Builds | None = None, base: Tree |
             before = frozenset(_key(f) for f in tier_findings(base, config))
         except WaveBotError:  # the base cannot be read: every finding counts as the change's
             before = frozenset()
-    findings, broken = _run(entries, config)
+    findings, broken = _run(entries, config, tree)
     return TierReport(tuple(findings), tuple(nodes), tuple(edges), frozenset(broken), before)
 
 

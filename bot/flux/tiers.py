@@ -189,6 +189,28 @@ def doc_info(tree: Tree, obj: Object) -> yamlio.DocInfo | None:
     return None
 
 
+def locate(tree: Tree, obj: Object, at: tuple[str | int, ...] = (), text: str | None = None) -> int | None:
+    """The line of `obj` in its source file: of the key at `at` in it (or its nearest recorded parent),
+    and of the first line from there on within the object that holds `text`, when one does (a value
+    an overlay patched in is not in the file: then the key's line). None when the file does not hold it."""
+    try:
+        data = tree.read(obj.source)
+        docs = yamlio.load(data, obj.source)
+    except (WaveBotError, OSError):
+        return None
+    for i, doc in enumerate(docs):
+        value = doc.value
+        if isinstance(value, dict) and value.get("kind") == obj.original.kind and isinstance(
+                value.get("metadata"), dict) and value["metadata"].get("name") == obj.original.name:
+            line = doc.info.line(at)
+            if text is None:
+                return line
+            end = docs[i + 1].info.start_line if i + 1 < len(docs) else None
+            lines = data.decode("utf-8", "replace").splitlines()[line - 1:end]
+            return line + next((n for n, row in enumerate(lines) if text in row), 0)
+    return None
+
+
 def _spec_path(value: Any) -> str | None:
     if value is None:
         return ""
@@ -238,5 +260,5 @@ class Issue:
 
 __all__ = [
     "DependsOnEntry", "Entrypoint", "Issue", "Pass", "Tier", "doc_info", "entrypoints", "is_flux_kustomization",
-    "tier_pass",
+    "locate", "tier_pass",
 ]

@@ -144,6 +144,7 @@ def test_a_second_order_crd_in_the_pass_of_its_creating_cr(
     [finding] = found(report, "crd-")
     assert (finding["code"], finding["severity"]) == ("crd-same-pass-as-creator", "error")
     assert finding["resource"] == "cdi.kubevirt.io/StorageProfile"
+    assert (finding["path"], finding["line"]) == ("platform-config/cdi-storageprofiles.yaml", 1)
     assert "platform-config/cdi.yaml" in finding["message"]
     fix = finding["fix"]
     new = next(d.value for d in yamlio.load(fix.encode(), "fix") if isinstance(d.value, dict))
@@ -288,6 +289,8 @@ def test_a_variable_defined_nowhere(capsys: pytest.CaptureFixture[str], example_
     assert (finding["code"], finding["severity"], finding["resource"]) == ("substitution-unresolved", "error",
                                                                           "BACKUP_BUCKET")
     assert finding["path"] == "apps/wave-0/pihole.yaml" and finding["wave"] == 0
+    rows = (example_repo / "apps/wave-0/pihole.yaml").read_text().splitlines()
+    assert finding["line"] == next(n for n, row in enumerate(rows, 1) if "${BACKUP_BUCKET}" in row)
     assert "(on every entrypoint)" in finding["message"] and "strict mode" in finding["message"]
     assert finding["fix"] == ("add BACKUP_BUCKET to the ConfigMap cluster-vars (clusters/base/cluster-vars.yaml), "
                               "or give it a default: ${BACKUP_BUCKET:=<value>}")
