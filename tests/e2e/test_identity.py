@@ -16,8 +16,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from test_scenarios import REGEX_PATCH
 
-from conftest import EXAMPLE, PROJECT, deployment, installed_tool, service
+from conftest import EXAMPLE, PROJECT, deployment, installed_tool, service, write_files
 
 REV = os.environ.get("WAVE_BOT_IDENTITY_REV", "")
 GIT_ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",
@@ -33,12 +34,6 @@ def git(cwd: Path, *args: str) -> str:
     return r.stdout
 
 
-def write(repo: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-
-
 def example(where: Path) -> Path:
     repo = where
     shutil.copytree(EXAMPLE, repo)
@@ -50,7 +45,7 @@ def example(where: Path) -> Path:
 
 def pr(repo: Path, files: dict[str, str]) -> None:
     git(repo, "checkout", "-q", "-b", "pr")
-    write(repo, files)
+    write_files(repo, files)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "the PR's change")
 
@@ -69,18 +64,6 @@ def encrypted_secret(tmp: Path) -> str:
     return path.read_text()
 
 
-REGEX_PATCH = """  - target:
-      group: kustomize.toolkit.fluxcd.io
-      kind: Kustomization
-      name: apps-wave-[0-9]+
-    patch: |
-      - op: add
-        path: /spec/decryption
-        value:
-          provider: sops
-          secretRef:
-            name: sops-age
-"""
 OVERSEERR = {"catalog/overseerr.yaml": service("overseerr", "seerr"), "apps/overseerr.yaml": deployment("overseerr")}
 
 

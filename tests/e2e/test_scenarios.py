@@ -94,13 +94,7 @@ def test_b_is_safe_once_the_annotation_is_deployed_first(
     assert "`Namespace gitea`" in held["message"] and "PersistentVolumeClaim" not in held["message"]
 
 
-def test_c_a_regex_targeted_decryption_patch_covers_a_new_wave(
-    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Callable[..., Any]
-) -> None:
-    dev = example_repo / "clusters/dev/kustomization.yaml"
-    text = dev.read_text()
-    per_wave = text[text.index("  - patch: |\n      apiVersion: kustomize.toolkit.fluxcd.io/v1"):]
-    dev.write_text(text.replace(per_wave, """  - target:
+REGEX_PATCH = """  - target:
       group: kustomize.toolkit.fluxcd.io
       kind: Kustomization
       name: apps-wave-[0-9]+
@@ -111,7 +105,17 @@ def test_c_a_regex_targeted_decryption_patch_covers_a_new_wave(
           provider: sops
           secretRef:
             name: sops-age
-"""))
+"""
+"""One patch that decrypts every wave by a regex target (scenario c; test_identity plans it too)."""
+
+
+def test_c_a_regex_targeted_decryption_patch_covers_a_new_wave(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Callable[..., Any]
+) -> None:
+    dev = example_repo / "clusters/dev/kustomization.yaml"
+    text = dev.read_text()
+    per_wave = text[text.index("  - patch: |\n      apiVersion: kustomize.toolkit.fluxcd.io/v1"):]
+    dev.write_text(text.replace(per_wave, REGEX_PATCH))
     git(example_repo, "commit", "-q", "-am", "dev: one regex patch decrypts every wave")
     base = (example_repo / "clusters/base/kustomization.yaml").read_text()
     pr(example_repo, {"catalog/overseerr.yaml": service("overseerr", "seerr"),
