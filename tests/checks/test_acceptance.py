@@ -26,7 +26,7 @@ def check(repo: Path) -> tuple[int, dict[str, dict[str, str]], str]:
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         code = main(["check", str(repo), "--base", "HEAD", "--format", "json"])
-    found = {f.get("resource", ""): f for f in json.loads(out.getvalue()).get("findings", [])
+    found = {f.get("resource", ""): f for f in json.loads(out.getvalue() or "{}").get("findings", [])
              if f["code"] in ("resource-removed", "stale-acceptance")}
     return code, found, err.getvalue()
 
@@ -54,6 +54,7 @@ def test_decommissioning_a_stateful_service_needs_each_stateful_object_accepted(
     assert code == 0
     pvc = found["PersistentVolumeClaim pihole/pihole-data"]
     assert pvc["severity"] == "info"
+    assert "fix" not in pvc or pvc["fix"] is None  # accepted: there is nothing left to fix
     assert pvc["message"].startswith("accepted by alice (.wave-bot-accept.yaml:5), so it does not block: ")
     assert found["Namespace pihole"]["message"].startswith(
         "accepted by alice (.wave-bot-accept.yaml:2: pihole is retired), so it does not block: ")
@@ -63,6 +64,7 @@ def test_an_acceptance_that_matches_nothing_is_reported(example_repo: Path) -> N
     (example_repo / ".wave-bot-accept.yaml").write_text(ACCEPT)
     code, found, _ = check(example_repo)
     assert found["Namespace pihole"]["severity"] == "warning"
+    assert (found["Namespace pihole"]["path"], found["Namespace pihole"]["line"]) == (".wave-bot-accept.yaml", 2)
     assert found["Namespace pihole"]["message"] == (
         ".wave-bot-accept.yaml:2 accepts the deletion of Namespace pihole (by alice), but this change deletes no "
         "such object: remove the entry (its deletion has merged, or the name is wrong)")
@@ -78,9 +80,21 @@ def test_an_acceptance_that_matches_nothing_is_reported(example_repo: Path) -> N
     ("accept:\n  - resource: Namespace pihole\n    by: bob\n    all: true\n", 2,
      "accept item 1 must be a mapping of resource, by and reason; unknown key(s): all"),
     ("everything: true\n", 1, "must hold one key, accept: a list of the objects whose deletion is accepted"),
+    ("accept:\n  - resource: Namespace pihole\n    by: bob\n    reason: [a]\n", 2,
+     "accept item 1 (Namespace pihole): reason must be text"),
+    ("accept:\n  - resource: Namespace pihole\n    by: bob\n  - resource: Namespace pihole\n    by: eve\n", 4,
+     "accept item 2: Namespace pihole is accepted twice"),
+    ("accept: [\n", 2, "invalid YAML: while parsing a flow node: did not find expected node content"),
 ])
 def test_a_bad_acceptance_file_is_one_clear_error(example_repo: Path, text: str, line: int, message: str) -> None:
     (example_repo / ".wave-bot-accept.yaml").write_text(text)
     code, _, err = check(example_repo)
     assert code == 2
     assert err.startswith(f"wave-bot: error: .wave-bot-accept.yaml:{line}: {message}\n")
+
+
+def test_an_acceptance_file_that_is_a_directory_is_refused(example_repo: Path) -> None:
+    (example_repo / ".wave-bot-accept.yaml").mkdir()
+    code, _, err = check(example_repo)
+    assert code == 2
+    assert err.startswith("wave-bot: error: .wave-bot-accept.yaml: is not a regular file")
