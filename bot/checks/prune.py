@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from bot.flux.inventory import FluxKustomization, Inventory
+from bot.flux.manifests import NOT_A_SCALAR
 from bot.model import Finding
 
 
@@ -15,6 +16,7 @@ def _invalid_prune(k: FluxKustomization) -> Finding:
     quoted = k.prune_value.startswith('"')
     spelled = k.prune_value.strip('"').lower() if quoted else ""
     why = ("which is quoted, so a string in every YAML version" if quoted else
+           "which kustomize emits as written" if k.prune_value == NOT_A_SCALAR else
            "which kustomize reads as YAML 1.2, where it is a string")
     return Finding(
         code="invalid-prune",

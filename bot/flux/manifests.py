@@ -37,6 +37,12 @@ _OBJECT_PATHS: frozenset[tuple[str, ...]] = frozenset({
 # nothing if it is wrong.
 _TRUE = frozenset({"true"})
 _FALSE = frozenset({"false"})
+NOT_A_SCALAR = "a list or mapping"
+"""prune_value of a spec.prune written as a list or mapping: kustomize emits it as written, the CRD
+rejects it, so it is reported and taken as pruning like any other non-boolean."""
+# go-yaml reads these as floats that kustomize cannot print as JSON: it refuses the file, with this
+_NOT_JSON = {".inf": "+Inf", ".Inf": "+Inf", ".INF": "+Inf", "+.inf": "+Inf", "+.Inf": "+Inf", "+.INF": "+Inf",
+             "-.inf": "-Inf", "-.Inf": "-Inf", "-.INF": "-Inf", ".nan": "NaN", ".NaN": "NaN", ".NAN": "NaN"}
 
 
 def _capture(path: yamlio.Path) -> bool:
@@ -168,8 +174,15 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
     while (name := doc.scalars.get((*at, "spec", "dependsOn", len(depends), "name"))) is not None:
         depends.append(name)
     prune_value = get("spec", "prune")
-    if (*at, "spec", "prune") in doc.strings:
+    prune_path = (*at, "spec", "prune")
+    if prune_path in doc.strings:
         prune_value = json.dumps(prune_value)  # `"true"` is a string to every YAML reader: shown quoted
+    elif prune_value in _NOT_JSON:
+        return _Object(doc.line(prune_path), None, f"spec.prune is {prune_value}, which kustomize (YAML 1.2) reads "
+                       f"as a float it cannot print (json: unsupported value: {_NOT_JSON[prune_value]}), so it "
+                       "refuses the file; write true or false")
+    elif prune_path not in doc.scalars and prune_path in doc.lines:
+        prune_value = NOT_A_SCALAR
     namespace = get("metadata", "namespace") if _go_type(doc, (*at, "metadata", "namespace")) != "null" else ""
     return _Object(
         line=line,
@@ -196,4 +209,4 @@ def _go_type(doc: yamlio.DocInfo, path: yamlio.Path) -> str:
     return "a string" if path in doc.strings else plain_type(value)
 
 
-__all__ = ["ParseCache", "ParsedFile"]
+__all__ = ["NOT_A_SCALAR", "ParseCache", "ParsedFile"]

@@ -442,6 +442,13 @@ def test_removing_a_kustomization_that_orphans_is_safe(example_repo: Path, spec:
     assert hazards(repo) == []
 
 
+@pytest.mark.parametrize("spec", ["  prune: [false]\n", "  prune:\n    value: false\n"])
+def test_removing_a_kustomization_whose_prune_is_a_collection_counts_as_pruning(example_repo: Path, spec: str) -> None:
+    # kustomize builds it (the CRD then rejects it): nothing says the live object does not prune
+    repo = retire_legacy_apps(example_repo, spec)
+    assert [f.code for f in hazards(repo)] == ["kustomization-removed"]
+
+
 @pytest.mark.parametrize("policy", ["Delete", "WaitForTermination"])
 def test_deletion_policy_delete_deletes_even_without_prune(example_repo: Path, policy: str) -> None:
     repo = retire_legacy_apps(example_repo, f"  prune: false\n  deletionPolicy: {policy}\n")
@@ -871,7 +878,7 @@ def test_an_object_a_wave_and_platform_both_apply_is_an_error(example_repo: Path
 
 @pytest.mark.parametrize(("value", "boolean"), [
     ("yes", False), ("on", False), ("y", False), ('"true"', False), ("'false'", False), ("!!str true", False),
-    ("True ", True), ('!!bool "true"', True), ("false", True),
+    ("True ", True), ('!!bool "true"', True), ("false", True), ("[false]", False), ("{value: false}", False),
 ])
 def test_prune_values_that_are_not_yaml_1_2_booleans_are_invalid(
         example_repo: Path, kubectl: Kubectl, value: str, boolean: bool) -> None:

@@ -36,12 +36,6 @@ LABEL = "wave-bot.test/case"
 BOOLEANS = ("true", "false", "True", "False", "TRUE", "FALSE")
 TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T")  # how kustomize prints a name it read as a timestamp
 KNOWN = {
-    # kustomize cannot print an infinite or not-a-number float as JSON, so it refuses the file; wave-bot
-    # does not type every scalar of a manifest (only the identity), so it reads spec.prune as invalid
-    "flux-prune: .inf", "flux-prune: -.inf", "flux-prune: .NaN",
-    # a list or mapping as spec.prune: kustomize builds it (the CRD then rejects it); wave-bot reads no
-    # value there, as for a Kustomization without spec.prune
-    "flux-prune: [a]", "flux-prune: {a: b}",
     # merge keys: kustomize merges `<<` into the mapping; wave-bot's scan does not, so it misses a
     # name or namespace given only through one
     "structure 8", "structure 9", "structure 10", "structure 11",
