@@ -342,23 +342,38 @@ def gone_findings(base: Inventory, now: Inventory, config: Config,
                   owned_base: Ownership | None = None, owned_now: Ownership | None = None) -> list[Finding]:
     """`resource-dropped` / `resource-removed` for every object at base that no wave applies now.
 
-    Files are tracked by name, because wave-bot's moves keep names: when a file of the same name is
-    still there (applied or not), the object was dropped rather than deleted on purpose. A wave
-    whose Flux Kustomization does not prune leaves the object in the cluster, unmanaged.
+    Files are tracked by their place below their wave (or the apps directory), because wave-bot's
+    moves keep it: when a file is still at that place (applied or not), the object was dropped rather
+    than deleted on purpose. Not by name alone: directory units often share file names
+    (`deployment.yaml`). A wave whose Flux Kustomization does not prune leaves the object in the
+    cluster, unmanaged.
     """
     ob, on = _owners(base, now, config, (owned_base, owned_now))
+    places: dict[str, list[str]] = {}
+    for path in sorted([*(f.path for f in now.files), *(f.path for f in now.stray)]):
+        places.setdefault(_place(path, config), []).append(path)
     findings = []
     for rid, base_found in base.by_id.items():
         if rid in now.by_id or _elsewhere(rid, ob, on):
             continue
         old = base_found[0]
         protected = all(r.prune_disabled for r in base_found) or not _wave_prunes(ob, on, config, old.wave)
-        kept = now.paths_by_name.get(posixpath.basename(old.path))
+        kept = places.get(_place(old.path, config))
         if kept:
             findings.append(_dropped(rid, old, kept[0], now, protected, config))
         else:
             findings.append(_removed(rid, old, protected, config))
     return findings
+
+
+def _place(path: str, config: Config) -> str:
+    """`apps/wave-1/media/sonarr/app.yaml` -> `media/sonarr/app.yaml`: where a move keeps a file."""
+    prefix = f"{config.apps_dir}/"
+    if not path.startswith(prefix):
+        return path  # a file a unit's build takes from outside the apps directory stays where it is
+    rel = path[len(prefix):]
+    head, _, rest = rel.partition("/")
+    return rest if rest and config.slot_of_dir(head) is not None else rel
 
 
 def _dropped(rid: ResourceId, old: Resource, path: str, now: Inventory, protected: bool, config: Config) -> Finding:

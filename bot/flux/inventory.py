@@ -170,15 +170,6 @@ class Inventory:
         return {rid: tuple(found) for rid, found in out.items()}
 
     @cached_property
-    def paths_by_name(self) -> dict[str, tuple[str, ...]]:
-        """File name -> paths of the applied and stray files of that name (moves keep names)."""
-        out: dict[str, list[str]] = {}
-        items: list[WaveFile | StrayFile] = [*self.files, *self.stray]
-        for item in sorted(items, key=lambda f: f.path):
-            out.setdefault(item.name, []).append(item.path)
-        return {name: tuple(paths) for name, paths in out.items()}
-
-    @cached_property
     def flux_by_id(self) -> dict[ResourceId, FluxKustomization]:
         return {k.id: k for k in self.flux}
 

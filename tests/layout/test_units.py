@@ -163,6 +163,26 @@ def test_a_prune_opt_out_from_the_directorys_kustomization_counts(
     assert [f["severity"] for f in moved] == ["info"]  # not a loss: Flux leaves a protected claim alone
 
 
+def split_and_commit(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(repo, capsys, "apply", "--fix-overlays")[0] == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "split")
+
+
+def test_a_deleted_unit_directory_is_named_not_another_with_the_same_file_name(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # sonarr and radarr both hold an app.yaml; retiring radarr deletes its objects, whatever sonarr keeps.
+    repo = dir_repo(make_repo)
+    split_and_commit(repo, capsys)
+    (repo / "catalog/radarr.yaml").unlink()
+    shutil.rmtree(repo / "apps/wave-2/media/radarr")
+    _, out = run(repo, capsys, "plan", "--base", "HEAD")
+    [gone] = [f for f in out["findings"] if f.get("resource") == "apps/Deployment media/radarr"]
+    assert (gone["code"], gone["severity"], gone["path"]) == (
+        "resource-removed", "info", "apps/wave-2/media/radarr/app.yaml")
+    assert gone["message"].startswith("apps/wave-2/media/radarr/app.yaml is deleted in this change")
+
+
 def test_sops_files_inside_a_unit_directory_need_decryption(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
     secret = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: media\nsops:\n  version: 3.9.0\n"
