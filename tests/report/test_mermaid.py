@@ -23,7 +23,7 @@ from bot.repo.git import GitTree
 from bot.repo.worktree import FsTree
 from bot.report import formats as report
 
-from conftest import deployment, git, service, write_files
+from conftest import EXAMPLE, deployment, git, service, write_files
 
 PARSER = Path(__file__).parent.parent / "mermaid" / "parse.mjs"
 
@@ -103,6 +103,20 @@ def _diagrams(repo: Path, tmp_path: Path) -> list[str]:
     return out
 
 
+def _tier_diagram(tmp_path: Path) -> str:
+    """The tier graph of the example where `platform` depends on a tier no entrypoint applies and on
+    wave 0 (a cycle through platform-config); its own grammar is held by tests/checks/test_tiers.py."""
+    tiers = tmp_path / "tiers"
+    shutil.copytree(EXAMPLE, tiers)
+    platform = tiers / "clusters/base/platform.yaml"
+    platform.write_text(platform.read_text().replace(
+        "  interval:", "  dependsOn:\n    - name: apps-wave-0\n    - name: infra\n  interval:", 1))
+    tier_markdown = report.to_markdown(make_plan(FsTree(str(tiers)), load_config(FsTree(str(tiers)))))
+    assert "<summary>Tier graph</summary>" in tier_markdown
+    (diagram,) = mermaid_blocks(tier_markdown.split("<summary>Tier graph</summary>", 1)[1])
+    return diagram
+
+
 def test_the_graph_highlights_moved_units_and_new_waves(example_repo: Path) -> None:
     (diagram,) = mermaid_blocks(_plex_markdown(example_repo))
     ids = dict(re.findall(r'    (u\d+)\["([^"]+)"\]', diagram))
@@ -137,7 +151,7 @@ def _mermaid_dir() -> Path | None:
 
 def test_mermaid_itself_parses_every_graph(example_repo: Path, tmp_path: Path) -> None:
     where = _mermaid_dir()
-    diagrams = _diagrams(example_repo, tmp_path)
+    diagrams = [*_diagrams(example_repo, tmp_path), _tier_diagram(tmp_path)]
     broken = 'flowchart BT\n  subgraph w0["wave 0"]\n    u0["a"]\n  u0 --> end\n'
     result = subprocess.run(["node", str(PARSER), str(where)], input=json.dumps([*diagrams, broken]),
                             capture_output=True, text=True, check=True, timeout=300)
