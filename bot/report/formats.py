@@ -157,6 +157,7 @@ def _text_fix(fix: str, indent: str) -> list[str]:
 
 def _text_group(group: Group, width: int, fixes: bool) -> list[str]:
     where = {"file": f" ({group.key})", "overlay": f" ({group.key})", "wave": f" (wave {group.key})"}.get(group.by, "")
+    where = f" ({group.location})" if group.location else where
     out = _wrap(f"{group.code}{where}: {group.lead}", width, f"  {group.severity:<7} ", " " * 10)
     for item in group.items:
         label = item.finding.code if group.by == "wave" else item.label
@@ -319,7 +320,7 @@ def _md_group(group: Group) -> list[str]:
     elif group.by in ("file", "overlay"):
         where = f" in {code(group.key)}"
     else:
-        where = ""
+        where = f" in {code(group.location)}" if group.location else ""
     out = [f"- {SEVERITY_ICON[group.severity]} **{group.severity}** {code(group.code)}{where}: {inline(group.lead)}"]
     for item in group.items:
         label = code(item.label) if group.by != "wave" else code(item.finding.code)

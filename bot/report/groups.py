@@ -60,6 +60,15 @@ class Group:
         return self.findings[0].code
 
     @property
+    def location(self) -> str | None:
+        """Where a single finding's fix goes (`path:line`), when its message does not say it already:
+        the tier checks' messages name Kustomizations, not the file that declares them."""
+        f = self.findings[0]
+        if self.by != "finding" or not f.path or f.path in f.message:
+            return None
+        return f"{f.path}:{f.line}" if f.line else f.path
+
+    @property
     def codes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(f.code for f in self.findings))
 

@@ -466,6 +466,19 @@ def test_the_tiers_have_their_own_section_and_graph(capsys: pytest.CaptureFixtur
     assert "depends-on-missing" in text.split("\nTiers (", 1)[1]
 
 
+def test_a_tier_finding_says_in_every_format_which_line_to_fix(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    # The message names Kustomizations; the reader needs the file and line of the dependsOn entry.
+    config = example_repo / "clusters/base/platform-config.yaml"
+    text = config.read_text()
+    config.write_text(text.replace("- name: platform\n", "- name: platfrom\n"))
+    line = text[:text.index("- name: platform\n")].count("\n") + 1
+    assert main(["check", str(example_repo)]) == 1
+    assert f"depends-on-missing (clusters/base/platform-config.yaml:{line}):" in capsys.readouterr().out
+    assert main(["check", str(example_repo), "--format", "markdown"]) == 1
+    assert f"`depends-on-missing` in `clusters/base/platform-config.yaml:{line}`:" in capsys.readouterr().out
+
+
 def test_the_comment_shows_what_the_change_introduces_first(
         capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
     _use(example_repo, "${OLD_VAR}")  # already broken at base
