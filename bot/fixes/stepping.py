@@ -42,7 +42,11 @@ def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile]) -> dict[
         deleted.setdefault(file.path, set()).add(finding.resource)
         if finding.severity == "error":
             losing.add(file.path)
-    return {path: frozenset(deleted[path]) for path in sorted(losing)}
+    # The whole unit waits together: a companion (its SOPS Secret) moving alone would put the unit
+    # in two waves for a merge and have Flux delete and recreate the companion's objects.
+    units = {moving[p].node for p in losing if moving[p].node is not None}
+    losing |= {f.path for f in files if f.moves and f.node in units}
+    return {path: frozenset(deleted.get(path, ())) for path in sorted(losing)}
 
 
 def kubectl_annotate(rid: ResourceId) -> str:
@@ -85,8 +89,9 @@ def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: s
     new_cr = config.wave_cr_name(target.target_wave) if target.target_wave is not None else "its new wave"
     objects = ", ".join(f"`{r}`" for r in rids)
     losing = ", ".join(f"`{r}`" for r in rids if is_stateful(r, config))
+    loss = f"data loss for {losing}" if losing else "and its unit's other files lose data if they move now"
     moving = (f"{path} belongs in wave {target.target_wave} ({target.target}), but moving it now makes {old_cr} "
-              f"delete {objects} before {new_cr} recreates them (data loss for {losing}). So wave-bot does not "
+              f"delete {objects} before {new_cr} recreates them ({loss}). So wave-bot does not "
               "move it yet")
     commands = "\n".join(kubectl_annotate(r) for r in rids)
     if why:

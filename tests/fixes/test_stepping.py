@@ -134,5 +134,42 @@ def test_a_held_sops_move_goes_once_accepted(example_repo: Path) -> None:
     code, _ = apply(repo)
 
     assert code == 0
+    # Its Namespace and PVC are still protected first, and the unit waits whole: the Secret with them.
+    assert (repo / "apps/wave-0/gitea.yaml").is_file()
+    assert (repo / "apps/wave-0/gitea-bootstrap-secret.sops.yaml").read_bytes() == secret
+    git(repo, "commit", "-qm", "wave-bot: step 1")
+    code, _ = apply(repo)
+    assert code == 0
     assert (repo / "apps/wave-2/gitea-bootstrap-secret.sops.yaml").read_bytes() == secret
-    assert (repo / "apps/wave-0/gitea.yaml").is_file()  # its Namespace and PVC are still protected first
+    assert (repo / "apps/wave-2/gitea.yaml").is_file()
+
+
+def test_a_held_unit_waits_whole_its_sops_companion_moves_with_it(example_repo: Path) -> None:
+    repo = example_repo
+    # gitea.yaml holds a Namespace and a PVC; its SOPS Secret is a companion file of the same unit.
+    with (repo / "catalog/gitea.yaml").open("a") as handle:
+        handle.write("  dependencies:\n    - to: sonarr\n")
+    git(repo, "commit", "-qam", "gitea needs sonarr")
+    secret = "apps/wave-0/gitea-bootstrap-secret.sops.yaml"
+    sealed = (repo / secret).read_bytes()
+    deployed = files_at(repo, "HEAD")
+
+    code, out = apply(repo)
+
+    assert code == 0
+    assert (repo / secret).read_bytes() == sealed  # held beside its app file, never edited
+    assert not (repo / "apps/wave-2").joinpath("gitea-bootstrap-secret.sops.yaml").exists()
+    assert f"kubectl -n gitea annotate secret/gitea-bootstrap {PRUNE}=disabled" in out
+    git(repo, "commit", "-qm", "wave-bot: step 1")
+    assert simulate(deployed, files_at(repo, "HEAD")).deleted == set()
+
+    deployed = files_at(repo, "HEAD")
+    code, out = apply(repo)
+    assert code == 0
+    assert not (repo / "apps/wave-0/gitea.yaml").exists() and not (repo / secret).exists()
+    assert (repo / "apps/wave-2/gitea.yaml").is_file()
+    assert (repo / "apps/wave-2/gitea-bootstrap-secret.sops.yaml").read_bytes() == sealed
+    git(repo, "commit", "-qm", "wave-bot: step 2")
+    # The stateful objects carry the deployed annotation: nothing but Secrets (gitea's, annotated live
+    # with step 1's commands, which fluxsim cannot see; gitea-actions' moving with its unit) is recreated.
+    assert {r.kind for r in simulate(deployed, files_at(repo, "HEAD")).deleted} <= {"Secret"}
