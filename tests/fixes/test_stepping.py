@@ -190,9 +190,17 @@ def test_a_held_unit_waits_whole_its_sops_companion_moves_with_it(example_repo: 
     assert (repo / "apps/wave-2/gitea-bootstrap-secret.sops.yaml").read_bytes() == sealed
     git(repo, "commit", "-qm", "wave-bot: step 2")
     # The stateful objects carry the deployed annotation: only the two Secrets are deleted, recreated
-    # from git by their new wave.
+    # from git by their new wave, and each is a warning whose fix is the kubectl command, never an error.
     deletions = simulate(deployed, files_at(repo, "HEAD")).deletions
     assert {str(r) for r in deletions} == {"Secret gitea/gitea-bootstrap", "Secret gitea-actions/gitea-actions-runner"}
     assert all(d.recreated for ds in deletions.values() for d in ds)
+    moves = {f["resource"]: f for f in findings_of(out) if f["code"] == "later-wave-move" and f["severity"] != "info"}
+    assert {r: (f["severity"], f["fix"]) for r, f in moves.items()} == {
+        "Secret gitea/gitea-bootstrap": (
+            "warning", f"kubectl -n gitea annotate secret/gitea-bootstrap {PRUNE}=disabled"),
+        "Secret gitea-actions/gitea-actions-runner": (
+            "warning", f"kubectl -n gitea-actions annotate secret/gitea-actions-runner {PRUNE}=disabled"),
+    }
+    assert all("no data is lost" in f["message"] and "accept" not in f["message"] for f in moves.values())
     code, out = apply(repo, "--fix-overlays")
     assert code == 0 and git(repo, "status", "--porcelain") == ""  # converged
