@@ -75,7 +75,7 @@ def advice(findings: list[dict[str, Any]]) -> None:
     git comes back), and a SOPS file is never to be edited (its MAC): its fix is a kubectl command."""
     for f in findings:
         if f["severity"] != "info" and ".wave-bot-accept.yaml" in f["message"]:
-            assert f["resource"].split(" ")[0].rpartition("/")[2] in STATEFUL_KINDS, f["message"]
+            assert (f.get("resource") or "").split(" ")[0].rpartition("/")[2] in STATEFUL_KINDS, f["message"]
         if ".sops." in (f.get("path") or "") and f.get("fix"):
             assert f["fix"].startswith("kubectl "), f
     held = [f["path"] for f in findings if f["code"] == "move-held"]

@@ -204,3 +204,33 @@ def test_a_held_unit_waits_whole_its_sops_companion_moves_with_it(example_repo: 
     assert all("no data is lost" in f["message"] and "accept" not in f["message"] for f in moves.values())
     code, out = apply(repo, "--fix-overlays")
     assert code == 0 and git(repo, "status", "--porcelain") == ""  # converged
+
+
+def test_check_counts_only_the_moves_that_lose_data_not_their_companions(example_repo: Path) -> None:
+    with (example_repo / "catalog/gitea.yaml").open("a") as handle:
+        handle.write("  dependencies:\n    - to: sonarr\n")
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = main(["check", str(example_repo)])
+    assert code == 1
+    # gitea.yaml and gitea-actions.yaml; their SOPS Secrets move with them and lose nothing
+    assert "the wave layout is out of date, and 2 of its moves would lose data" in err.getvalue()
+
+
+def test_a_sops_secret_that_is_state_moving_later_is_an_error_whose_fix_is_kubectl(example_repo: Path) -> None:
+    repo = example_repo
+    with (repo / ".wave-bot.yaml").open("a") as handle:
+        handle.write("stateful_kinds:\n  - Secret\n")
+    with (repo / "catalog/gitea.yaml").open("a") as handle:
+        handle.write("  dependencies:\n    - to: sonarr\n")
+    with redirect_stdout(io.StringIO()) as out:
+        main(["check", str(repo), "--format", "json"])
+    (found,) = [f for f in findings_of(out.getvalue()) if f.get("resource") == "Secret gitea/gitea-bootstrap"]
+    assert (found["code"], found["severity"], found["path"]) == (
+        "later-wave-move", "error", "apps/wave-0/gitea-bootstrap-secret.sops.yaml")
+    assert found["fix"] == f"kubectl -n gitea annotate secret/gitea-bootstrap {PRUNE}=disabled"
+    assert found["message"].endswith(
+        "apps/wave-0/gitea-bootstrap-secret.sops.yaml is SOPS-encrypted, so it cannot carry "
+        f"`{PRUNE}: disabled` (editing it breaks its MAC). Safe procedure: annotate the live object (the command "
+        "in the fix), then accept this move for Secret gitea/gitea-bootstrap in .wave-bot-accept.yaml (resource "
+        f"and by:, see README); once apps-wave-2 owns it, remove the annotation (the same command with `{PRUNE}-`)")
