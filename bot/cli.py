@@ -75,7 +75,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     # that loses data: against --base, apply protects those objects first instead.
     from bot.fixes.stepping import unsafe_moves
 
-    unsafe = unsafe_moves(plan.findings, plan.files) if not args.base else {}
+    unsafe = [h for h in unsafe_moves(plan.findings, plan.files).values() if h.losing] if not args.base else []
     if plan.changes and unsafe:
         also = f"; {fix_them}" if errors else ""
         sys.stderr.write(f"wave-bot: check failed: the wave layout is out of date, and {len(unsafe)} of its moves "

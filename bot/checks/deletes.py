@@ -27,6 +27,7 @@ from bot.checks.codes import DELETING
 from bot.checks.prune import invalid_prune_findings
 from bot.checks.removal import wave_emptied_findings
 from bot.config import Config
+from bot.fixes.stepping import kubectl_annotate
 from bot.flux.inventory import FluxKustomization, Inventory, Resource, ResourceId, WaveFile
 from bot.flux.ownership import Copy, Ownership, may_prune, ownership
 from bot.flux.stateful import _loss, is_stateful
@@ -136,6 +137,7 @@ def move_findings(base: Inventory, now: Inventory, config: Config,
     """
     ob, on = _owners(base, now, config, (owned_base, owned_now))
     findings = []
+    sealed = {f.path for f in base.files if f.sops}
     for rid, now_found in now.by_id.items():
         base_found = base.by_id.get(rid)
         if not base_found or base_found[0].wave == now_found[0].wave:
@@ -149,7 +151,7 @@ def move_findings(base: Inventory, now: Inventory, config: Config,
             findings.append(_earlier(rid, old, new, config))
         elif _wave_prunes(ob, on, config, old.wave):
             protected = all(r.prune_disabled for r in base_found)
-            findings.append(_later(rid, old, new, protected, config))
+            findings.append(_later(rid, old, new, protected, config, old.path in sealed))
     return findings
 
 
@@ -172,7 +174,9 @@ def _earlier(rid: ResourceId, old: Resource, new: Resource, config: Config) -> F
     )
 
 
-def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, config: Config) -> Finding:
+def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, config: Config,
+           sealed: bool = False) -> Finding:
+    """`sealed`: the deployed file is SOPS-encrypted, so the annotation can only go on the live object."""
     old_cr, new_cr = config.wave_cr_name(old.wave), config.wave_cr_name(new.wave)
     if number(new.wave) > number(old.wave):
         where = f"the later wave {new.wave}"
@@ -194,6 +198,9 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
     cost = _loss(rid, config) if stateful else RESTART
     late = (f" The annotation this change adds comes too late: the live object does not carry it when "
             f"{old_cr} prunes." if new.prune_disabled else "")
+    if sealed:
+        return _later_sealed(rid, old, new, stateful, f"{moves}: {old_cr} deletes it as soon as it reconciles this "
+                             f"change, and {recreates}, so {cost}.", config)
     return Finding(
         code="later-wave-move",
         severity="error" if stateful else "warning",
@@ -203,6 +210,29 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
                 f"wait until {old_cr} has reconciled it (`flux get kustomization {old_cr}`), then make this move",
         # Where the fix goes: the annotation is merged in the file as deployed, before it moves.
         path=old.path, line=old.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+    )
+
+
+def _later_sealed(rid: ResourceId, old: Resource, new: Resource, stateful: bool, deletes: str,
+                  config: Config) -> Finding:
+    """A later-wave move out of a SOPS-encrypted file, which cannot carry the annotation (its MAC
+    covers every value): the only protection is the annotation on the live object."""
+    new_cr = config.wave_cr_name(new.wave)
+    sealed = (f"{old.path} is SOPS-encrypted, so it cannot carry `{PRUNE_KEY}: {PRUNE_DISABLED}` (editing it breaks "
+              "its MAC)")
+    undo = f"once {new_cr} owns it, remove the annotation (the same command with `{PRUNE_KEY}-`)"
+    if stateful:
+        how = (f"Safe procedure: annotate the live object (the command in the fix), then accept this move for {rid} "
+               f"in .wave-bot-accept.yaml (resource and by:, see README); {undo}")
+    else:
+        # A Secret whose content is in git comes back as it was: the gap is the cost, not the data,
+        # so this is no error and asks for no acceptance.
+        how = (f"Its content is in git, so no data is lost. To avoid the gap, annotate the live object before this "
+               f"merges (the command in the fix); {undo}")
+    return Finding(
+        code="later-wave-move", severity="error" if stateful else "warning",
+        message=f"{deletes} {sealed}. {how}",
+        path=old.path, line=old.line, wave=new.wave, resource=str(rid), fix=kubectl_annotate(rid),
     )
 
 

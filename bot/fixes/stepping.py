@@ -7,11 +7,16 @@ the objects the move would delete (bot/fixes/protect.py). Once that is deployed 
 the move is safe and the next `apply` makes it. A SOPS-encrypted file is never edited (its MAC
 covers every value), so there the move is held and the report gives the `kubectl annotate`
 commands; an acceptance (bot/checks/acceptance.py) of the move then lets it through.
+
+The unit's other files (a SOPS Secret beside its app file) wait with it, but their own move loses
+no data: their content is in git, so they get no finding of their own and never an acceptance
+demand; the unit's `move-held` names them, and their move is at most a warning about the gap.
 """
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -24,12 +29,23 @@ from bot.repo.tree import Tree
 from bot.resid import ResourceId
 from bot.yamlio import documents as yamlio
 
-Held = Mapping[str, frozenset[str]]
-"""Path of a file whose move is held -> the objects (str of their id) its move would delete."""
+
+class Hold(NamedTuple):
+    """Why one file's move is held."""
+
+    objects: frozenset[str]
+    """The objects (str of their id) its move would delete."""
+    losing: bool
+    """Its own move loses data; False for a file held only because its unit waits."""
 
 
-def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile]) -> dict[str, frozenset[str]]:
-    """The moving files with a data-loss `later-wave-move`, and every object their move deletes."""
+Held = Mapping[str, Hold]
+"""Path of a file whose move is held -> why."""
+
+
+def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile]) -> dict[str, Hold]:
+    """The moving files with a data-loss `later-wave-move`, and every object their move deletes;
+    with them the other moving files of their units (not `losing`)."""
     # A move's finding stands at the deployed (source) file, where its fix goes; at the destination
     # when the report has no source to point at.
     moving = {**{f.target: f for f in files if f.moves}, **{f.path: f for f in files if f.moves}}
@@ -42,7 +58,11 @@ def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile]) -> dict[
         deleted.setdefault(file.path, set()).add(finding.resource)
         if finding.severity == "error":
             losing.add(file.path)
-    return {path: frozenset(deleted[path]) for path in sorted(losing)}
+    # The whole unit waits together: a companion (its SOPS Secret) moving alone would put the unit
+    # in two waves for a merge and have Flux delete and recreate the companion's objects.
+    units = {moving[p].node for p in losing if moving[p].node is not None}
+    held = losing | {f.path for f in files if f.moves and f.node in units}
+    return {path: Hold(frozenset(deleted.get(path, ())), path in losing) for path in sorted(held)}
 
 
 def kubectl_annotate(rid: ResourceId) -> str:
@@ -55,10 +75,12 @@ def _is_sops(data: bytes, path: str, docs: Sequence[yamlio.Document]) -> bool:
 
 
 def hold(tree: Tree, config: Config, held: Held, targets: Mapping[str, AppFile]) -> tuple[list[Change], list[Finding]]:
-    """The annotation edits for the held files and one `move-held` finding each; `targets` are the
-    held files as placed before the hold (where each is, and where it belongs)."""
-    changes, findings = [], []
-    for path, names in sorted(held.items()):
+    """The annotation edits for the held files and one `move-held` finding per file whose own move
+    loses data (naming the unit's files that wait with it); `targets` are the held files as placed
+    before the hold (where each is, and where it belongs)."""
+    changes = []
+    found: dict[str, tuple[list[ResourceId], str]] = {}  # path -> (the objects, why it is not annotated)
+    for path, (names, _) in sorted(held.items()):
         data = tree.read(path)
         docs = yamlio.load(data, path)
         ids = {str(r): r for r in (ResourceId.of_object(d.value) for d in docs if isinstance(d.value, dict))}
@@ -74,20 +96,47 @@ def hold(tree: Tree, config: Config, held: Held, targets: Mapping[str, AppFile])
                 why = f"wave-bot cannot edit it safely ({exc.message})"
         if edited is not None and edited != data:
             changes.append(Change("update", path, content=edited))
-        findings.append(_held_finding(path, targets[path], rids, why, config))
+        found[path] = rids, why
+    findings = []
+    for path, reason in sorted(held.items()):
+        if not reason.losing:
+            continue
+        node = targets[path].node
+        waiting = [_waits(p, targets[p], *found[p], config) for p, other in sorted(held.items())
+                   if not other.losing and node is not None and targets[p].node == node]
+        findings.append(_held_finding(path, targets[path], *found[path], config, waiting))
     return changes, findings
 
 
-def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: str, config: Config) -> Finding:
+def _waits(path: str, source: AppFile, rids: Sequence[ResourceId], why: str, config: Config) -> str:
+    """What the held finding says of a file of the unit that waits with it (its own move loses no data)."""
+    if not rids:
+        return path
+    objects = ", ".join(f"`{r}`" for r in rids)
+    if not why:
+        return f"{path} (this change annotates its {objects} too)"
+    old_cr = config.wave_cr_name(source.wave) if source.wave is not None else "its Kustomization"
+    commands = "; ".join(f"`{kubectl_annotate(r)}`" for r in rids)
+    # Not data loss (the content is in git), so no acceptance: only the gap, and how to avoid it.
+    them = "them" if len(rids) > 1 else "it"
+    return (f"{path}, which gets no annotation ({why}): when it moves, {old_cr} deletes {objects} and the new "
+            f"wave recreates {them} from git, so no data is lost but {them} {'are' if len(rids) > 1 else 'is'} "
+            f"missing in between; to avoid that, annotate the live {'objects' if len(rids) > 1 else 'object'} "
+            f"before that merge: {commands}")
+
+
+def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: str, config: Config,
+                  waiting: Sequence[str] = ()) -> Finding:
     target = source  # one record: where the file is (.wave) and where it belongs (.target_wave)
     here = f"wave {source.wave}" if source.wave is not None else f"{config.apps_dir}/"
     old_cr = config.wave_cr_name(source.wave) if source.wave is not None else "its Kustomization"
     new_cr = config.wave_cr_name(target.target_wave) if target.target_wave is not None else "its new wave"
     objects = ", ".join(f"`{r}`" for r in rids)
     losing = ", ".join(f"`{r}`" for r in rids if is_stateful(r, config))
+    loss = f" (data loss for {losing})" if losing else ""
+    also = f". Its unit's other files wait and then move with it: {'; '.join(waiting)}" if waiting else ""
     moving = (f"{path} belongs in wave {target.target_wave} ({target.target}), but moving it now makes {old_cr} "
-              f"delete {objects} before {new_cr} recreates them (data loss for {losing}). So wave-bot does not "
-              "move it yet")
+              f"delete {objects} before {new_cr} recreates them{loss}. So wave-bot does not move it yet")
     commands = "\n".join(kubectl_annotate(r) for r in rids)
     if why:
         return Finding(
@@ -95,7 +144,7 @@ def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: s
             message=f"{moving}, and adds no annotation: {why}. To go on: annotate the live objects with the "
                     f"commands in the fix, then accept the move for each of them in .wave-bot-accept.yaml "
                     f"(resource and by:, see README) and run wave-bot again: it then moves the file. Once "
-                    f"{new_cr} owns them, remove the annotation (the same commands with `{PRUNE_KEY}-`)",
+                    f"{new_cr} owns them, remove the annotation (the same commands with `{PRUNE_KEY}-`){also}",
             fix=commands,
         )
     return Finding(
@@ -105,8 +154,8 @@ def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: s
                 f"kustomization {old_cr}`), then run wave-bot again (`wave-bot apply --base <the deployed "
                 f"revision>`, or push to the pull request): the annotation is then deployed and the move is "
                 f"safe. Once {new_cr} owns them, remove the annotation in a change of its own if Flux should "
-                "garbage-collect them again",
+                f"garbage-collect them again{also}",
     )
 
 
-__all__ = ["Held", "hold", "kubectl_annotate", "unsafe_moves"]
+__all__ = ["Held", "Hold", "hold", "kubectl_annotate", "unsafe_moves"]
