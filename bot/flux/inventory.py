@@ -431,8 +431,11 @@ def _wave_file(reader: _Reader, wave: Slot, path: str, namespace: str = "") -> W
                        f"and {len(bad) - PROBLEMS_PER_FILE} more documents that are not Kubernetes objects", wave)
     for obj in parsed.objects:
         if obj.id is not None:
-            rid = obj.id if not namespace or obj.id.kind in CLUSTER_SCOPED else dataclasses.replace(
-                obj.id, namespace=namespace)
+            rid = obj.id
+            if namespace and obj.id.kind == "Namespace":  # kustomize renames it (see kustomize.build)
+                rid = dataclasses.replace(obj.id, name=namespace)
+            elif namespace and obj.id.kind not in CLUSTER_SCOPED:
+                rid = dataclasses.replace(obj.id, namespace=namespace)
             resources.append(Resource(rid, wave, path, obj.line, obj.prune_disabled))
     sops = ".sops." in posixpath.basename(path) or parsed.sops_key
     return WaveFile(path, wave, sops, tuple(resources))

@@ -215,7 +215,13 @@ class _Builder:
         if not isinstance(namespace, str):
             raise BuildError("'namespace' must be a string", path=kust.path, line=kust.line("namespace"))
         for res in acc:
-            if res.id.kind not in CLUSTER_SCOPED:
+            if res.id.kind == "Namespace":
+                # kustomize's namespace field specs include a Namespace's own name
+                # (api/konfig/builtinpluginconsts/namespace.go): the build creates the namespace it
+                # names, not the one the file names.
+                res.value.setdefault("metadata", {})["name"] = namespace
+                res.note_id()
+            elif res.id.kind not in CLUSTER_SCOPED:
                 res.value.setdefault("metadata", {})["namespace"] = namespace
                 res.note_id()
 
