@@ -380,9 +380,13 @@ def _unit_dir(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
             "namespace" not in keys or ("namespace",) in doc.scalars) and all(
             r and "/" not in r and here.get(r) == "file" and ("resources", i) in doc.scalars
             for i, r in enumerate(plain)):
-        namespace = doc.scalars.get(("namespace",), "")
-        found = (_wave_file(reader, wave, f"{directory}/{r}", namespace) for r in plain)
-        return [f for f in found if f is not None]
+        namespace, reported = doc.scalars.get(("namespace",), ""), len(reader.problems)
+        found = [f for f in (_wave_file(reader, wave, f"{directory}/{r}", namespace) for r in plain) if f is not None]
+        ids = [r.id for f in found for r in f.resources]
+        if len(set(ids)) == len(ids) or len(reader.problems) > reported:
+            return found
+        # kustomize refuses the build (an id added twice, or two Namespaces renamed to one): the
+        # evaluator says how.
     return _built_unit(reader, wave, directory)
 
 

@@ -180,6 +180,23 @@ def test_a_unit_directorys_namespace_renames_the_namespace_it_holds(
     assert "Namespace postgres" not in moved
 
 
+@pytest.mark.parametrize("more", ["", "commonLabels:\n  tier: db\n"], ids=["namespace-only", "evaluated"])
+def test_two_namespaces_renamed_to_one_are_a_build_kustomize_refuses(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, more: str) -> None:
+    ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n"
+    repo = dir_repo(make_repo, {
+        "apps/postgres/kustomization.yaml": KUSTOMIZE + "namespace: db\nresources:\n  - ns.yaml\n  - pvc.yaml\n" + more,
+        "apps/postgres/ns.yaml": ns.format("postgres") + "---\n" + ns.format("postgres-backup")})
+    built = kubectl(repo / "apps/postgres")
+    assert built.returncode == 1 and "namespace transformation produces ID conflict" in built.stderr
+    code, out = run(repo, capsys, "apply", "--fix-overlays")
+    (refused,) = [f for f in out["findings"] if f["code"] == "invalid-manifest"]
+    assert (refused["severity"], refused["path"], refused["line"]) == (
+        "error", "apps/wave-0/postgres/kustomization.yaml", 3)
+    assert "'namespace: db' gives two objects the id Namespace db (v1)" in refused["message"]
+    assert refused["fix"] == "keep one Namespace object per kustomization that sets a namespace"
+
+
 def split_and_commit(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(repo, capsys, "apply", "--fix-overlays")[0] == 0
     git(repo, "add", "-A")
