@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from bot.cli import main
@@ -472,12 +472,15 @@ def make_pr(w: World, root: Path) -> str:
     # HelmRelease in a wave): those are the cases where deleting one object deletes many.
     on_owner = w.pr in ("move-owner", "delete-owner")
     owners = [n for n in onboarded if w.shapes.get(n, "plain") != "plain"] if w.pick % 3 or on_owner else []
+    # The other third, a directory unit whose own kustomization transforms what it holds (its
+    # namespace, labels and patches decide what Flux deletes), when the world has one.
+    focus = owners or ([] if on_owner else [n for n in onboarded if n in w.dressing])
     depth = {n: wave_depth(w.deps, n) for n in w.deps}
-    moving = [p for p in pairs if p[0] in owners and depth[p[1]] >= depth[p[0]]]  # it moves up
+    moving = [p for p in pairs if p[0] in focus and depth[p[1]] >= depth[p[0]]]  # it moves up
     pairs = moving if on_owner else moving or pairs
     if on_owner and not (moving if w.pr == "move-owner" else owners):
         w.pr = "nothing"
-    candidates = owners or onboarded or sorted(w.deps)
+    candidates = focus or onboarded or sorted(w.deps)
     single = candidates[w.pick % len(candidates)]
     t, o = pairs[w.pick % len(pairs)] if pairs else (single, single)
     if w.pr in ("remove-dependencies", "delete-file", "delete-catalog-entry", "add-service", "delete-owner",
@@ -641,6 +644,11 @@ KINDS_SEEN: dict[str, int] = {}
 @settings(max_examples=CASES, deadline=None, derandomize=True, phases=PHASES,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(worlds())
+# Always tried: a unit directory whose kustomization's namespace: renames the Namespace it holds,
+# moved to a later wave (apps-wave-0 deletes that Namespace, with the claim in it).
+@example(World({"s0": [], "s1": []}, {"s0": ["Deployment", "Namespace", "PersistentVolumeClaim"], "s1": ["Deployment"]},
+               set(), "waves", False, None, None, "add-dependency", 0, {"policy": "", "hidden": False},
+               {"s0": "plain", "s1": "plain"}, {"s0": "dir-kust", "s1": "file"}, {"s0": (True, 1, "file")}))
 def test_every_deletion_flux_performs_has_a_finding_and_no_error_is_a_false_alarm(w: World) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
