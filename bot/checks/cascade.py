@@ -41,10 +41,12 @@ from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
 from bot.kustomize.build import build
 from bot.kustomize.files import Additions, find_kustomization
 from bot.kustomize.spec import CLUSTER_SCOPED, KUSTOMIZATION_FILES
+from bot.layout import units
 from bot.model import Change, Finding
 from bot.naming import is_yaml_name
 from bot.repo.tree import PlannedTree, Tree
 from bot.resid import ResourceId
+from bot.side import Slot
 from bot.yamlio import documents as yamlio
 
 HELM_GROUP = "helm.toolkit.fluxcd.io"
@@ -90,12 +92,30 @@ def is_owner(rid: ResourceId) -> bool:
     return (rid.group, rid.kind) in ((FLUX_GROUP, "Kustomization"), (HELM_GROUP, "HelmRelease"))
 
 
-def cascade_of(tree: Tree, path: str, rid: ResourceId, config: Config) -> Cascade | None:
-    """The cascade of the owner `rid` defined in `path` of `tree` (the base); None if it is not there."""
-    value = _document(tree, path, rid)
+def cascade_of(tree: Tree, path: str, rid: ResourceId, config: Config, wave: Slot | None = None) -> Cascade | None:
+    """The cascade of the owner `rid` defined in `path` of `tree` (the base), which `wave` applies
+    (None: as the file reads); None if it is not there."""
+    value = _built_document(tree, path, rid, config, wave) if wave is not None else None
+    value = value if value is not None else _document(tree, path, rid)
     if value is None:
         return None
     return _cascade(tree, path, value, rid, config, 0, frozenset())
+
+
+def _built_document(tree: Tree, path: str, rid: ResourceId, config: Config, wave: Slot) -> Mapping[str, Any] | None:
+    """The owner as its wave applies it when `path` is inside a unit directory with a kustomization:
+    that build's namespace, patches and labels applied (the id, and the spec its deletion runs with)."""
+    directory = config.wave_dir(wave)
+    try:
+        kfile = units.own_kustomization(tree, directory)
+        refs = units.wave_refs(tree, kfile) if kfile is not None else units.generated_listing(tree, directory)
+        unit = next((f"{directory}/{r}" for r in refs if path.startswith(f"{directory}/{r}/")), None)
+        if unit is None:
+            return None  # a file the wave lists: as the file reads
+        found = [o.value for o in build(tree, unit).objects if o.id.identical(rid)]
+    except WaveBotError:
+        return None
+    return found[0] if len(found) == 1 else None
 
 
 def _document(tree: Tree, path: str, rid: ResourceId) -> Mapping[str, Any] | None:
@@ -305,7 +325,7 @@ def with_cascades(findings: Sequence[Finding], tree: Tree, base: Inventory, conf
         if not found or not is_owner(found[0].id) or not _deletes_owner(finding):
             out.append(finding)
             continue
-        cascade = cascade_of(tree, found[0].path, found[0].id, config)
+        cascade = cascade_of(tree, found[0].path, found[0].id, config, found[0].wave)
         if cascade is None:
             out.append(finding)
             continue

@@ -380,9 +380,13 @@ def _unit_dir(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
             "namespace" not in keys or ("namespace",) in doc.scalars) and all(
             r and "/" not in r and here.get(r) == "file" and ("resources", i) in doc.scalars
             for i, r in enumerate(plain)):
-        namespace = doc.scalars.get(("namespace",), "")
-        found = (_wave_file(reader, wave, f"{directory}/{r}", namespace) for r in plain)
-        return [f for f in found if f is not None]
+        namespace, reported = doc.scalars.get(("namespace",), ""), len(reader.problems)
+        found = [f for f in (_wave_file(reader, wave, f"{directory}/{r}", namespace) for r in plain) if f is not None]
+        ids = [r.id for f in found for r in f.resources]
+        if len(set(ids)) == len(ids) or len(reader.problems) > reported:
+            return found
+        # kustomize refuses the build (an id added twice, or two Namespaces renamed to one): the
+        # evaluator says how.
     return _built_unit(reader, wave, directory)
 
 
@@ -431,8 +435,11 @@ def _wave_file(reader: _Reader, wave: Slot, path: str, namespace: str = "") -> W
                        f"and {len(bad) - PROBLEMS_PER_FILE} more documents that are not Kubernetes objects", wave)
     for obj in parsed.objects:
         if obj.id is not None:
-            rid = obj.id if not namespace or obj.id.kind in CLUSTER_SCOPED else dataclasses.replace(
-                obj.id, namespace=namespace)
+            rid = obj.id
+            if namespace and obj.id.kind == "Namespace":  # kustomize renames it (see kustomize.build)
+                rid = dataclasses.replace(obj.id, name=namespace)
+            elif namespace and obj.id.kind not in CLUSTER_SCOPED:
+                rid = dataclasses.replace(obj.id, namespace=namespace)
             resources.append(Resource(rid, wave, path, obj.line, obj.prune_disabled))
     sops = ".sops." in posixpath.basename(path) or parsed.sops_key
     return WaveFile(path, wave, sops, tuple(resources))

@@ -215,9 +215,21 @@ class _Builder:
         if not isinstance(namespace, str):
             raise BuildError("'namespace' must be a string", path=kust.path, line=kust.line("namespace"))
         for res in acc:
-            if res.id.kind not in CLUSTER_SCOPED:
+            if res.id.kind == "Namespace":
+                # kustomize's namespace field specs include a Namespace's own name
+                # (api/konfig/builtinpluginconsts/namespace.go): the build creates the namespace it
+                # names, not the one the file names.
+                res.value.setdefault("metadata", {})["name"] = namespace
+                res.note_id()
+            elif res.id.kind not in CLUSTER_SCOPED:
                 res.value.setdefault("metadata", {})["namespace"] = namespace
                 res.note_id()
+        for i, res in enumerate(acc):  # two Namespaces, or a name already in the namespace
+            if any(res.id.same(other.id) for other in acc[:i]):
+                raise BuildError(f"'namespace: {namespace}' gives two objects the id {res.id.full} (kustomize: "
+                                 "namespace transformation produces ID conflict)", path=kust.path,
+                                 line=kust.line("namespace"),
+                                 hint="keep one Namespace object per kustomization that sets a namespace")
 
     def _metadata(self, kust: Kustomization, acc: list[_Res]) -> None:
         """commonLabels, labels and commonAnnotations: they change what label selectors match later."""

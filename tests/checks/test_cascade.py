@@ -358,3 +358,38 @@ def test_apply_against_the_base_holds_a_pruning_child_and_protects_the_child_its
     assert not (repo / "apps/wave-1/pihole.yaml").exists()
     unit = (repo / "apps/wave-0/pihole.yaml").read_text()
     assert "kustomize.toolkit.fluxcd.io/prune: disabled" in unit
+
+
+PATCH_PRUNE = """  - target:
+      kind: Kustomization
+    patch: |
+      - op: replace
+        path: /spec/prune
+        value: true
+"""
+
+
+@pytest.mark.parametrize(("unit", "patches", "owner", "said"), [
+    (child(prune="false"), PATCH_PRUNE, "kustomize.toolkit.fluxcd.io/Kustomization dns/pihole",
+     "Data is lost: PersistentVolumeClaim pihole/pihole-data"),
+    (release("  values:\n    persistence:\n      enabled: true\n"), "", "helm.toolkit.fluxcd.io/HelmRelease dns/pihole",
+     "spec.values.persistence.enabled is true"),
+], ids=["child", "helmrelease"])
+def test_an_owner_in_a_unit_directory_is_judged_as_its_kustomization_builds_it(
+    unit: str, patches: str, owner: str, said: str, example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The unit's kustomization moves the owner into namespace dns, and (child) patches the child to
+    # prune: the owner Flux deletes is the built one, and so is the spec its finalizer runs with.
+    (example_repo / "apps/wave-0/pihole.yaml").unlink()
+    kustomization = "namespace: dns\nresources:\n  - pihole.yaml\n" + ("patches:\n" + patches if patches else "")
+    write_files(example_repo, {**APP, "apps/wave-0/pihole/pihole.yaml": unit,
+                               "apps/wave-0/pihole/kustomization.yaml": kustomization})
+    assert main(["apply", str(example_repo), "--format", "json"]) == 0  # the wave lists the directory
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-qm", "pihole is an owner in a directory")
+    gain_dependency(example_repo, moved=False)
+    assert main(["apply", str(example_repo), "--format", "json"]) == 0
+    assert (example_repo / "apps/wave-1/pihole/pihole.yaml").exists()
+    (move,) = about(plan(example_repo, capsys), owner)
+    assert (move["code"], move["severity"]) == ("later-wave-move", "error")
+    assert said in move["message"] and "restart" not in move["message"]

@@ -1,4 +1,5 @@
-"""Property tests: on any acyclic catalog the waves obey the longest-path rule and apply is idempotent;
+"""Property tests: on any acyclic catalog the waves obey the longest-path rule and apply is idempotent
+(files and directory units alike, a directory landing whole in its wave);
 side branches (non_gating units) gate nobody and start after everything their units need."""
 from __future__ import annotations
 
@@ -126,3 +127,41 @@ def test_side_branches_gate_nobody_and_every_dependency_is_ready_first(
         for n in placed:
             assert (root / config.wave_dir(slot[n]) / f"{n}.yaml").is_file()
         assert make_plan(FsTree(tmp), config).changes == ()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dags(), st.data())
+def test_directory_units_land_whole_in_their_wave_and_apply_is_idempotent(
+    dag: tuple[list[str], dict[str, list[str]], set[str]], data: st.DataObject
+) -> None:
+    names, deps, onboarded = dag
+    # Each onboarded unit a file or a directory (with or without its own kustomization, under the
+    # grouping folder grp/ or not), starting flat or wrongly in wave 5.
+    shapes = st.sampled_from(["file", "dir", "dir-kust", "group", "group-kust"])
+    layouts = {n: data.draw(shapes) for n in sorted(onboarded)}
+    start = data.draw(st.sampled_from(["apps", "apps/wave-5"]))
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        files: dict[str, str | bytes] = {f"catalog/{n}.yaml": service(n, *deps[n]) for n in names}
+        expected: dict[str, str] = {}
+        for n, layout in layouts.items():
+            manifest = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\n"
+            if layout == "file":
+                unit = {f"{n}.yaml": manifest}
+            else:
+                below = f"grp/{n}" if layout.startswith("group") else n
+                unit = {f"{below}/{n}.yaml": manifest, f"{below}/sub/{n}-extra.yaml": manifest.replace(n, f"{n}-x")}
+                if layout.endswith("-kust"):
+                    unit[f"{below}/kustomization.yaml"] = (f"namespace: {n}\nresources:\n  - {n}.yaml\n"
+                                                           f"  - sub/{n}-extra.yaml\n")
+            files |= {f"{start}/{rel}": text for rel, text in unit.items()}
+            expected |= {f"apps/wave-{{}}/{rel}|{n}": text for rel, text in unit.items()}
+        write_files(root, files)
+
+        plan = make_plan(FsTree(tmp), Config())
+        wave = plan.graph.waves()
+        apply_changes(tmp, plan.changes)
+        for key, text in expected.items():
+            path, n = key.split("|")
+            assert (root / path.format(wave[n])).read_text() == text, (path.format(wave[n]), layouts[n])
+        assert make_plan(FsTree(tmp), Config()).changes == ()

@@ -2,7 +2,9 @@
 
 Random small repositories (a catalog, app manifests with Deployments, PVCs, Namespaces and CNPG
 Clusters, some protected at base; some units hold an owner instead: a child Flux Kustomization,
-pruning or not, whose path holds the objects, or a HelmRelease) and random pull requests go through
+pruning or not, whose path holds the objects, or a HelmRelease; units are files or directories, with a
+kustomization of their own that sets a namespace, labels and a protecting patch or without one, some under
+a grouping folder) and random pull requests (moves, deletions and regroupings of them too) go through
 the real `wave-bot apply --base main --fix-overlays` on real git repositories. The model then replays Flux over the
 transition from the base commit to what wave-bot leaves: every object it deletes in some possible
 history must have a finding naming it (an error when deleting it loses data; what an owner's
@@ -14,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from contextlib import redirect_stdout
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from bot.cli import main
@@ -157,6 +160,25 @@ def test_the_model_uninstalls_a_deleted_helmrelease_with_what_its_chart_rendered
     assert claim not in simulate(two_waves(a=hr(False)), two_waves(b=hr(False))).deleted
 
 
+def test_the_model_builds_a_unit_directory_with_its_kustomizations_transformers() -> None:
+    protect = json.dumps({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                          "metadata": {"name": "any", "annotations": {PRUNE: "disabled"}}})
+    kust = {"resources": ["a.yaml"], "namespace": "data", "commonLabels": {"team": "db"},
+            "patches": [{"target": {"kind": "PersistentVolumeClaim"}, "patch": protect}]}
+    files = {"apps/w0/kustomization.yaml": b"resources: [db]\n",
+             "apps/w0/db/kustomization.yaml": json.dumps(kust).encode(),
+             "apps/w0/db/a.yaml": b"---\n".join([cm("db", kind="Namespace", ns=""),
+                                                 cm("x", kind="PersistentVolumeClaim"), cm("x")])}
+    assert {(m.rid, m.prune_disabled) for m in build(files, "apps/w0") or []} == {
+        (Rid("", "Namespace", "", "data"), False),  # kustomize renames it to the namespace
+        (Rid("", "PersistentVolumeClaim", "data", "x"), True), (Rid("", "ConfigMap", "data", "x"), False)}
+    labelled = {**files, "apps/w0/db/kustomization.yaml": json.dumps(
+        {**kust, "patches": [], "commonLabels": {PRUNE: "disabled"}}).encode()}
+    assert all(m.prune_disabled for m in build(labelled, "apps/w0") or [])  # Flux honours the label too
+    two = {**files, "apps/w0/db/a.yaml": files["apps/w0/db/a.yaml"] + b"---\n" + cm("other", kind="Namespace", ns="")}
+    assert build(two, "apps/w0") is None  # two Namespaces renamed to one: kustomize fails
+
+
 # ---- random repositories and pull requests -------------------------------------------------------
 
 
@@ -181,15 +203,23 @@ class World:
     extra: dict[str, Any] = field(default_factory=dict)
     shapes: dict[str, str] = field(default_factory=dict)
     """service -> what its unit file holds: plain objects, or an owner of them (SHAPES)."""
+    dirs: dict[str, str] = field(default_factory=dict)
+    """service -> how its unit sits in the apps directory (LAYOUTS)."""
+    dressing: dict[str, tuple[bool, int, str]] = field(default_factory=dict)
+    """service with a kustomization of its own -> (sets a namespace, labels: 0 none, 1 commonLabels,
+    2 labels, how the kustomization protects it when the service is protected: PROTECTIONS)."""
 
 
 KINDS = st.lists(st.sampled_from(["PersistentVolumeClaim", "Namespace", "Cluster", "ConfigMap"]), unique=True,
                  max_size=2)
 PRS = ["add-dependency", "remove-dependencies", "add-service", "delete-file", "delete-catalog-entry",
        "annotate-and-move", "remove-platform", "rename-waves", "move-from-platform", "prune-on-and-move",
-       "prune-off-and-move", "prune-off-and-move", *["empty-waves"] * 4, "nothing", "move-owner", "delete-owner"]
+       "prune-off-and-move", "prune-off-and-move", *["empty-waves"] * 4, "nothing", "move-owner", "delete-owner",
+       "regroup-unit", "regroup-unit"]
 """move-owner / delete-owner: add-dependency (moving it to a later wave) / delete-file on a unit that is an
-owner (nothing when the world has none)."""
+owner (nothing when the world has none). regroup-unit: the author moves a unit out of its wave into
+another layout (a file into a directory of its own, a directory into a grouping folder or out of
+one), for wave-bot to place again."""
 # The legacy `apps` Kustomization's spec.deletionPolicy ("": none): each decides what cutover step 1 sets.
 POLICIES = ["", "Delete", "WaitForTermination", "Orphan", "MirrorPrune"]
 
@@ -223,7 +253,21 @@ def worlds(draw: st.DrawFn) -> World:
     # platform Kustomization's nested owners apply, nor a child's objects defined twice.
     plain = {in_platform, *(duplicate or ())}
     w.shapes = {n: "plain" if n in plain else draw(st.sampled_from(SHAPES)) for n in names}
+    # The platform's file and the duplicated ones are found by their file names: files.
+    w.dirs = {n: "file" if n in plain else draw(st.sampled_from(LAYOUTS)) for n in names}
+    w.dressing = {n: (draw(st.booleans()), draw(st.integers(0, 2)), draw(st.sampled_from(PROTECTIONS)))
+                  for n in names if w.dirs[n].endswith("-kust")}
     return w
+
+
+LAYOUTS = ["file", "file", "dir", "dir-kust", "dir-kust", "group", "group-kust"]
+"""file: apps/<name>.yaml; dir: apps/<name>/ without a kustomization (its unit file, and a ConfigMap
+one directory down); dir-kust: apps/<name>/ with a kustomization listing its unit file (WORLD.dressing);
+group, group-kust: the same under the grouping folder apps/grp/."""
+PROTECTIONS = ["file", "commonAnnotations", "commonLabels", "patch-claims", "patch-clusters"]
+"""How a protected service's kustomization marks it prune: disabled: not at all (its file does), for every
+object (commonAnnotations, or commonLabels: Flux honours the label too), or by a patch on its claims only
+(strategic merge) or its CNPG Clusters only (JSON6902)."""
 
 
 SHAPES = ["plain", "child", "child-keep", "helm"]
@@ -248,6 +292,71 @@ def unit(w: World, name: str, protected: bool) -> dict[str, str]:
         namespace = manifest(name, ["Namespace"], protected) + "---\n" if "Namespace" in kinds else ""
         return {"": namespace + release}
     return {"": manifest(name, kinds, protected)}
+
+
+def unit_dir(w: World, name: str) -> str | None:
+    """Where the directory of `name`'s unit sits below the apps directory; None: it is a file."""
+    layout = w.dirs.get(name, "file")
+    return None if layout == "file" else f"grp/{name}" if layout.startswith("group") else name
+
+
+def placed(w: World, name: str, where: str) -> dict[str, str]:
+    """The files of `name`'s unit at base, by their paths (its owner's files included)."""
+    protected = name in w.protected
+    directory = unit_dir(w, name) if where == "apps" else None
+    dressing = w.dressing.get(name)
+    files = unit(w, name, protected and (dressing is None or dressing[2] == "file"))
+    main = files.pop("")
+    if directory is None:
+        return {f"{where}/{name}.yaml": main, **files}
+    files[f"apps/{directory}/{name}.yaml"] = main
+    if dressing is None:
+        files[f"apps/{directory}/config/{name}-config.yaml"] = manifest(f"{name}-config", ["ConfigMap"], False)
+        return files
+    namespace, labels, protection = dressing
+    kust: dict[str, Any] = {"resources": [f"{name}.yaml"]}
+    if namespace:
+        kust["namespace"] = f"{name}-ns"
+    common = {"app.kubernetes.io/name": name} if labels == 1 else {}
+    if labels == 2:
+        kust["labels"] = [{"pairs": {"tier": "apps"}}]
+    if protected and protection == "commonAnnotations":
+        kust["commonAnnotations"] = {PRUNE: "disabled"}
+    if protected and protection == "commonLabels":
+        common[PRUNE] = "disabled"
+    if common:
+        kust["commonLabels"] = common
+    if protected and protection == "patch-claims":
+        kust["patches"] = [{"target": {"kind": "PersistentVolumeClaim"}, "patch": json.dumps(
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "any", "annotations": {PRUNE: "disabled"}}})}]
+    if protected and protection == "patch-clusters":
+        kust["patches"] = [{"target": {"group": "postgresql.cnpg.io", "kind": "Cluster"}, "patch": json.dumps(
+            [{"op": "add", "path": "/metadata/annotations", "value": {PRUNE: "disabled"}}])}]
+    files[f"apps/{directory}/kustomization.yaml"] = json.dumps(kust) + "\n"
+    return files
+
+
+def legacy_entries(w: World, name: str) -> list[str]:
+    """What a legacy `apps/kustomization.yaml` lists for `name`'s unit (kustomize refuses a listed
+    directory that has no kustomization: its files then)."""
+    directory = unit_dir(w, name)
+    if directory is None:
+        return [f"{name}.yaml"]
+    if w.dirs[name].endswith("-kust"):
+        return [directory]
+    return [f"{directory}/{name}.yaml", f"{directory}/config/{name}-config.yaml"]
+
+
+def unit_at(root: Path, name: str) -> Path | None:
+    """The unit of `name` in the work tree: its file, or its directory."""
+    for pattern in (f"apps/wave-*/{name}.yaml", f"apps/{name}.yaml"):
+        if found := sorted(root.glob(pattern)):
+            return found[0]
+    for pattern in (f"apps/wave-*/{name}", f"apps/wave-*/grp/{name}", f"apps/{name}", f"apps/grp/{name}"):
+        if found := sorted(p for p in root.glob(pattern) if p.is_dir()):
+            return found[0]
+    return None
 
 
 def manifest(name: str, kinds: list[str], protected: bool) -> str:
@@ -288,8 +397,7 @@ def cli(repo: Path, *args: str) -> tuple[int, dict[str, Any]]:
 def base_files(w: World) -> dict[str, str]:
     files = {f"catalog/{n}.yaml": service(n, *d) for n, d in w.deps.items()}
     for n in w.objects:
-        where = "platform" if n == w.in_platform else "apps"
-        files |= {path or f"{where}/{n}.yaml": text for path, text in unit(w, n, n in w.protected).items()}
+        files |= placed(w, n, "platform" if n == w.in_platform else "apps")
     platform = [f"{w.in_platform}.yaml"] if w.in_platform else []
     files["platform/kustomization.yaml"] = kustomization("base.yaml", *platform)
     files["platform/base.yaml"] = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: platform\n"
@@ -303,7 +411,7 @@ def base_files(w: World) -> dict[str, str]:
         files["clusters/base/apps.yaml"] = flux("apps", "apps", "platform-config", prune, w.extra["policy"])
         resources.append("apps.yaml")
         if w.legacy_kustomization:
-            apps = sorted(f"{n}.yaml" for n in w.objects if n != w.in_platform)
+            apps = sorted(e for n in w.objects if n != w.in_platform for e in legacy_entries(w, n))
             files["apps/kustomization.yaml"] = kustomization(*apps)
     files["clusters/base/kustomization.yaml"] = kustomization(*resources)
     files["clusters/dev/kustomization.yaml"] = kustomization("../base")
@@ -364,18 +472,22 @@ def make_pr(w: World, root: Path) -> str:
     # HelmRelease in a wave): those are the cases where deleting one object deletes many.
     on_owner = w.pr in ("move-owner", "delete-owner")
     owners = [n for n in onboarded if w.shapes.get(n, "plain") != "plain"] if w.pick % 3 or on_owner else []
+    # The other third, a directory unit whose own kustomization transforms what it holds (its
+    # namespace, labels and patches decide what Flux deletes), when the world has one.
+    focus = owners or ([] if on_owner else [n for n in onboarded if n in w.dressing])
     depth = {n: wave_depth(w.deps, n) for n in w.deps}
-    moving = [p for p in pairs if p[0] in owners and depth[p[1]] >= depth[p[0]]]  # it moves up
+    moving = [p for p in pairs if p[0] in focus and depth[p[1]] >= depth[p[0]]]  # it moves up
     pairs = moving if on_owner else moving or pairs
     if on_owner and not (moving if w.pr == "move-owner" else owners):
         w.pr = "nothing"
-    candidates = owners or onboarded or sorted(w.deps)
+    candidates = focus or onboarded or sorted(w.deps)
     single = candidates[w.pick % len(candidates)]
     t, o = pairs[w.pick % len(pairs)] if pairs else (single, single)
-    if w.pr in ("remove-dependencies", "delete-file", "delete-catalog-entry", "add-service", "delete-owner"):
+    if w.pr in ("remove-dependencies", "delete-file", "delete-catalog-entry", "add-service", "delete-owner",
+                "regroup-unit"):
         t = single
     catalog = root / "catalog"
-    app = next(iter([*root.glob(f"apps/*/{t}.yaml"), *root.glob(f"apps/{t}.yaml")]), None)
+    app = unit_at(root, t)
     done = w.pr
     if w.pr in ("add-dependency", "move-owner") and t != o:
         w.deps[t] = sorted({*w.deps[t], o})
@@ -385,16 +497,25 @@ def make_pr(w: World, root: Path) -> str:
         write_files(root, {f"catalog/{t}.yaml": service(t)})
     elif w.pr == "add-service":
         write_files(root, {"catalog/new.yaml": service("new", t),
-                           "apps/new.yaml": manifest("new", ["Deployment"], False)})
+                           "apps/new/new.yaml" if w.pick % 2 else "apps/new.yaml":
+                               manifest("new", ["Deployment"], False)})
     elif w.pr in ("delete-file", "delete-owner") and app is not None:
-        app.unlink()
+        shutil.rmtree(app) if app.is_dir() else app.unlink()
+    elif w.pr == "regroup-unit" and app is not None and (app.parent.name.startswith("wave-") or (
+            app.parent.name == "grp" and app.parent.parent.name.startswith("wave-"))):
+        # a file becomes a directory of its own; a directory goes into the grouping folder, or out of it
+        target = root / ("apps/{0}/{0}.yaml" if app.is_file() else "apps/{0}" if app.parent.name == "grp"
+                         else "apps/grp/{0}").format(t)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        app.rename(target)
+        done = f"regroup-unit ({'file' if app.name.endswith('.yaml') else 'directory'})"
     elif w.pr == "delete-catalog-entry":
         (catalog / f"{t}.yaml").unlink()
         for n, d in w.deps.items():
             if t in d:
                 write_files(root, {f"catalog/{n}.yaml": service(n, *[x for x in d if x != t])})
     elif w.pr == "annotate-and-move" and app is not None and t != o:
-        app.write_text(unit(w, t, True)[""])
+        (app / f"{t}.yaml" if app.is_dir() else app).write_text(unit(w, t, True)[""])
         write_files(root, {f"catalog/{t}.yaml": service(t, *w.deps[t], o)})
     elif w.pr == "remove-platform":
         kust = root / "clusters/base/kustomization.yaml"
@@ -516,12 +637,18 @@ def check_findings(outcome: Outcome, findings: list[dict[str, Any]]) -> None:
 PHASES = [Phase.explicit, Phase.reuse, Phase.generate] + ([] if os.environ.get("FLUXSIM_NO_SHRINK") else [Phase.shrink])
 COUNTER = {"cases": 0, "deleting": 0}
 OWNERS = {"cases": 0, "cascading": 0}
+UNITS = {"cases": 0, "deleting": 0}
 KINDS_SEEN: dict[str, int] = {}
 
 
 @settings(max_examples=CASES, deadline=None, derandomize=True, phases=PHASES,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(worlds())
+# Always tried: a unit directory whose kustomization's namespace: renames the Namespace it holds,
+# moved to a later wave (apps-wave-0 deletes that Namespace, with the claim in it).
+@example(World({"s0": [], "s1": []}, {"s0": ["Deployment", "Namespace", "PersistentVolumeClaim"], "s1": ["Deployment"]},
+               set(), "waves", False, None, None, "add-dependency", 0, {"policy": "", "hidden": False},
+               {"s0": "plain", "s1": "plain"}, {"s0": "dir-kust", "s1": "file"}, {"s0": (True, 1, "file")}))
 def test_every_deletion_flux_performs_has_a_finding_and_no_error_is_a_false_alarm(w: World) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -538,6 +665,9 @@ def test_every_deletion_flux_performs_has_a_finding_and_no_error_is_a_false_alar
         KINDS_SEEN[kind] = KINDS_SEEN.get(kind, 0) + 1
         OWNERS["cases"] += any(shape != "plain" for shape in w.shapes.values())
         OWNERS["cascading"] += any(d.owner is not None for ds in outcome.deletions.values() for d in ds)
+        directories = any(layout != "file" for layout in w.dirs.values())
+        UNITS["cases"] += directories
+        UNITS["deleting"] += directories and bool(outcome.deletions)
         for seen in (["(waves unseen)"] if w.extra.get("hidden") else []) + (
                 [f"(deletionPolicy {w.extra['policy']})"] if w.extra.get("policy") else []):
             KINDS_SEEN[seen] = KINDS_SEEN.get(seen, 0) + 1
@@ -569,4 +699,5 @@ def _report_counts() -> Any:
     if COUNTER["cases"]:
         print(f"\nfluxsim: {COUNTER['cases']} cases, {COUNTER['deleting']} where Flux deletes something; "
               + ", ".join(f"{k}: {n}" for k, n in sorted(KINDS_SEEN.items()))
-              + f"; {OWNERS['cases']} with owners in the waves, {OWNERS['cascading']} where deleting one deletes more")
+              + f"; {OWNERS['cases']} with owners in the waves, {OWNERS['cascading']} where deleting one deletes more"
+              + f"; {UNITS['cases']} with directory units, {UNITS['deleting']} of them where Flux deletes something")

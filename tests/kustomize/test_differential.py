@@ -370,3 +370,207 @@ def test_most_generated_paths_were_checked() -> None:
     assert total >= 500, SEEN
     assert SEEN["not checked"] <= total // 10, SEEN
     assert SEEN["checked"] >= total // 2, SEEN  # most paths build: the verdicts per wave are compared
+
+
+# ---- directory units: what wave-bot reads a unit (and its wave) to be, against kubectl ----------------
+#
+# Generated repositories of directory units (bot/layout/units.py): with a kustomization that sets a
+# namespace, commonLabels or labels, commonAnnotations and patches (strategic merge or JSON6902,
+# marking objects `prune: disabled` or labelling them); without a kustomization (every manifest below
+# it, a subdirectory with its own kustomization as one entry); under a grouping folder; beside flat
+# files. `wave-bot apply` places them; then, for every unit and every wave directory, what the
+# hazard checks read (bot.flux.inventory: kind, namespace, name, the prune opt-out) and, for a unit
+# with a kustomization, what the evaluator builds (bot.kustomize.build: labels and annotations too)
+# must equal `kubectl kustomize` of the same directory. A directory without a kustomization is built
+# as kustomize-controller generates one, by this test's own walk.
+
+UNIT_REPOS = 40
+UNIT_KINDS = ["Deployment", "PersistentVolumeClaim", "Namespace", "Cluster", "ConfigMap", "PersistentVolume"]
+UNIT_SEEN: dict[str, int] = {}
+
+
+def unit_object(unit: str, kind: str, index: int, protected: bool) -> dict[str, Any]:
+    api = {"Deployment": "apps/v1", "Cluster": "postgresql.cnpg.io/v1"}.get(kind, "v1")
+    metadata: dict[str, Any] = {"name": f"{unit}-{kind.lower()}-{index}"}
+    if kind not in ("Namespace", "PersistentVolume"):
+        metadata["namespace"] = f"{unit}-own"
+    if protected:
+        metadata["annotations"] = {"kustomize.toolkit.fluxcd.io/prune": "disabled"}
+    return {"apiVersion": api, "kind": kind, "metadata": metadata}
+
+
+def unit_file(draw: st.DrawFn, unit: str, start: int) -> str:
+    # kustomize renames every Namespace of a build to the kustomization's namespace: two of them in a
+    # unit that sets one collide and kustomize refuses the build (wave-bot must say so); it is rare here.
+    kinds = draw(st.lists(st.sampled_from(UNIT_KINDS), min_size=1, max_size=3))
+    docs = [unit_object(unit, kind, start + i, draw(st.integers(0, 4)) == 0) for i, kind in enumerate(kinds)]
+    return "---\n".join(json.dumps(d) + "\n" for d in docs)
+
+
+UNIT_PATCHES = [
+    {"target": {"kind": "PersistentVolumeClaim"}, "patch": json.dumps({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {
+            "name": "any", "annotations": {"kustomize.toolkit.fluxcd.io/prune": "disabled"}}})},
+    {"target": {"kind": "Deployment"}, "patch": json.dumps({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "any", "labels": {"patched": "yes"}}})},
+    {"target": {"group": "postgresql.cnpg.io", "kind": "Cluster"}, "patch": json.dumps([
+        {"op": "add", "path": "/metadata/annotations", "value": {"kustomize.toolkit.fluxcd.io/prune": "disabled"}}])},
+    {"target": {"kind": "ConfigMap"}, "patch": json.dumps([
+        {"op": "add", "path": "/metadata/labels", "value": {"kustomize.toolkit.fluxcd.io/prune": "disabled"}}])},
+]
+
+
+@st.composite
+def unit_repositories(draw: st.DrawFn) -> tuple[dict[str, str], dict[str, str]]:
+    """(files, unit name -> its shape) of a repository whose catalog names every unit."""
+    count = draw(st.integers(2, 5))
+    names = [f"u{i}" for i in range(count)]
+    files: dict[str, str] = {}
+    shapes: dict[str, str] = {}
+    for i, name in enumerate(names):
+        deps = sorted(set(draw(st.lists(st.sampled_from(names[:i]), max_size=2)))) if i else []
+        files[f"catalog/{name}.yaml"] = json.dumps({
+            "apiVersion": "catalog.example.dev/v1alpha1", "kind": "ServiceDefinition", "metadata": {"name": name},
+            "spec": {"dependencies": [{"to": d} for d in deps]}})
+        shape = draw(st.sampled_from(["kustomization", "kustomization", "generated", "file"]))
+        group = draw(st.sampled_from([None, "grp"])) if shape != "file" else None
+        shapes[name] = shape + (" in a group" if group else "")
+        if shape == "file":
+            files[f"apps/{name}.yaml"] = unit_file(draw, name, 0)
+            continue
+        directory = f"apps/{group}/{name}" if group else f"apps/{name}"
+        files[f"{directory}/a.yaml"] = unit_file(draw, name, 0)
+        if draw(st.booleans()):
+            files[f"{directory}/sub/b.yaml"] = unit_file(draw, name, 10)
+        if shape == "generated":
+            if draw(st.booleans()):  # a subdirectory with its own kustomization: one entry
+                files[f"{directory}/inner/c.yaml"] = unit_file(draw, name, 20)
+                files[f"{directory}/inner/kustomization.yaml"] = json.dumps(
+                    {"resources": ["c.yaml"], "namespace": f"{name}-inner"})
+            continue
+        kust: dict[str, Any] = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization",
+                                "resources": sorted(p[len(directory) + 1:] for p in files
+                                                    if p.startswith(f"{directory}/"))}
+        if draw(st.booleans()):
+            kust["namespace"] = f"{name}-ns"
+        labels = draw(st.integers(0, 3))
+        if labels == 0:
+            kust["commonLabels"] = {"team": name}
+        elif labels == 1:
+            kust["labels"] = [{"pairs": {"team": name}}]
+        if draw(st.integers(0, 3)) == 0:
+            kust["commonAnnotations"] = {"kustomize.toolkit.fluxcd.io/prune": "disabled"}
+        patches = draw(st.lists(st.sampled_from(UNIT_PATCHES), unique_by=lambda p: p["target"]["kind"], max_size=2))
+        if patches:
+            kust["patches"] = patches
+        files[f"{directory}/kustomization.yaml"] = json.dumps(kust)
+    return files, shapes
+
+
+def generated_kustomization(directory: Path) -> list[str]:
+    """What kustomize-controller generates for a path without a kustomization: every YAML file below
+    it, a subdirectory holding a kustomization as one entry (this test's own walk, not wave-bot's)."""
+    out: list[str] = []
+    for entry in sorted(directory.iterdir()):
+        if entry.is_dir():
+            if (entry / "kustomization.yaml").is_file():
+                out.append(entry.name)
+            else:
+                out += [f"{entry.name}/{rel}" for rel in generated_kustomization(entry)]
+        elif entry.suffix in (".yaml", ".yml"):
+            out.append(entry.name)
+    return out
+
+
+def kubectl_objects(binary: str, directory: Path) -> list[dict[str, Any]] | None:
+    """The objects `kubectl kustomize` builds of `directory`, built through a generated kustomization
+    (in a copy) when it has none; None when kustomize refuses it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if not (directory / "kustomization.yaml").is_file():
+            copy = Path(tmp) / "unit"
+            shutil.copytree(directory, copy)
+            (copy / "kustomization.yaml").write_text(json.dumps({"resources": generated_kustomization(copy)}))
+            directory = copy
+        built = kubectl_build(binary, directory)
+        if built.returncode != 0:
+            return None
+        return [d for d in (json.loads(json.dumps(_yaml(doc))) for doc in built.stdout.split("\n---\n")) if d]
+
+
+def hazard_view(objects: list[dict[str, Any]]) -> set[tuple[str, str, str, str, bool]]:
+    """(group, kind, namespace, name, prune disabled): what the hazard checks judge an object by."""
+    out = set()
+    for value in objects:
+        metadata = value.get("metadata") or {}
+        marks = {**(metadata.get("labels") or {}), **(metadata.get("annotations") or {})}
+        out.add((str(value["apiVersion"]).rpartition("/")[0], value["kind"], metadata.get("namespace") or "",
+                 metadata["name"], str(marks.get("kustomize.toolkit.fluxcd.io/prune", "")).lower() == "disabled"))
+    return out
+
+
+def full_view(objects: list[dict[str, Any]]) -> set[str]:
+    """Kind, namespace, name, labels and annotations of each object, as one comparable string."""
+    return {json.dumps([o["kind"], (o.get("metadata") or {}).get("namespace"), o["metadata"]["name"],
+                        (o.get("metadata") or {}).get("labels") or {}, (o.get("metadata") or {}).get("annotations")
+                        or {}], sort_keys=True) for o in objects}
+
+
+@settings(max_examples=UNIT_REPOS, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(unit_repositories())
+def test_what_wave_bot_reads_of_each_directory_unit_is_what_kubectl_builds(
+    kubectl_binary: str, repo: tuple[dict[str, str], dict[str, str]]
+) -> None:
+    from bot.flux.inventory import read_inventory
+    from bot.kustomize.build import build
+    from bot.plan import make_plan
+    from bot.repo.worktree import apply_changes
+
+    files, shapes = repo
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_files(root, files)
+        apply_changes(tmp, make_plan(FsTree(tmp), Config()).changes)
+        tree = FsTree(tmp)
+        inventory = read_inventory(tree, Config())
+        units = {str(p.parent.relative_to(root)): p for p in root.glob("apps/wave-*/**/a.yaml")}
+        assert len(units) == sum(1 for s in shapes.values() if s != "file"), (sorted(units), shapes)
+        refused: set[str] = set()
+        for unit, path in sorted(units.items()):
+            shown = {p: text for p, text in files.items() if f"/{unit.split('/')[-1]}/" in p}
+            problems = [f.message for f in inventory.problems if (f.path or "").startswith(f"{unit}/")]
+            real = kubectl_objects(kubectl_binary, path.parent)
+            if real is None:  # kustomize refuses it: wave-bot must say the unit does not build
+                assert problems, f"{unit}: kustomize fails to build it, wave-bot reads it: {json.dumps(shown)}"
+                refused.add(unit.split("/")[1])
+                continue
+            assert not problems, f"{unit}: kustomize builds it, wave-bot says {problems}"
+            ours = {(r.id.group, r.id.kind, r.id.namespace, r.id.name, r.prune_disabled)
+                    for r in inventory.resources if r.path.startswith(f"{unit}/")}
+            assert ours == hazard_view(real), f"{unit}: {json.dumps(shown, indent=1)}"
+            if (path.parent / "kustomization.yaml").is_file():
+                built = build(tree, unit)
+                assert full_view([dict(o.value) for o in built.objects]) == full_view(real), unit
+        for wave in sorted(root.glob("apps/wave-*")):
+            real = kubectl_objects(kubectl_binary, wave)
+            if wave.name in refused:
+                assert real is None, f"{wave.name} builds, though one of its units does not"
+                continue
+            assert real is not None, f"{wave.name}: kustomize refuses it, every unit in it builds"
+            ours = {(r.id.group, r.id.kind, r.id.namespace, r.id.name, r.prune_disabled)
+                    for r in inventory.resources if r.path.startswith(f"apps/{wave.name}/")}
+            assert ours == hazard_view(real), wave.name
+    for shape in shapes.values():
+        UNIT_SEEN[shape] = UNIT_SEEN.get(shape, 0) + 1
+    UNIT_SEEN["(refused by kustomize)"] = UNIT_SEEN.get("(refused by kustomize)", 0) + len(refused)
+
+
+def test_every_directory_unit_shape_was_compared() -> None:
+    """Runs after the generator (same module): each shape was compared many times."""
+    if not UNIT_SEEN:
+        pytest.skip("the directory-unit differential test did not run")
+    shapes = {"kustomization", "kustomization in a group", "generated", "generated in a group", "file"}
+    assert shapes <= set(UNIT_SEEN), UNIT_SEEN
+    assert min(UNIT_SEEN[s] for s in shapes) >= 10, UNIT_SEEN
+    assert UNIT_SEEN.get("(refused by kustomize)", 0) <= sum(UNIT_SEEN[s] for s in shapes) // 10, UNIT_SEEN

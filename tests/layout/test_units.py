@@ -163,6 +163,40 @@ def test_a_prune_opt_out_from_the_directorys_kustomization_counts(
     assert [f["severity"] for f in moved] == ["info"]  # not a loss: Flux leaves a protected claim alone
 
 
+@pytest.mark.parametrize("more", ["", "commonLabels:\n  tier: db\n"], ids=["namespace-only", "evaluated"])
+def test_a_unit_directorys_namespace_renames_the_namespace_it_holds(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, more: str) -> None:
+    # kustomize's `namespace:` also renames every Namespace object of the build: retiring the unit
+    # deletes Namespace db (and all that lives in it), not the `postgres` its file names.
+    repo = dir_repo(make_repo, {
+        "apps/postgres/kustomization.yaml": KUSTOMIZE + "namespace: db\nresources:\n  - ns.yaml\n  - pvc.yaml\n" + more,
+        "apps/postgres/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: postgres\n"})
+    split_and_commit(repo, capsys)
+    assert ("Namespace", "", "db") in ids(kubectl(repo / "apps/wave-0/postgres").stdout)
+    (repo / "catalog/postgres.yaml").write_text(service("postgres", "web"))
+    _, out = run(repo, capsys, "plan", "--base", "HEAD")
+    moved = {f["resource"]: f["severity"] for f in out["findings"] if f["code"] == "later-wave-move"}
+    assert moved.get("Namespace db") == "error", out["findings"]
+    assert "Namespace postgres" not in moved
+
+
+@pytest.mark.parametrize("more", ["", "commonLabels:\n  tier: db\n"], ids=["namespace-only", "evaluated"])
+def test_two_namespaces_renamed_to_one_are_a_build_kustomize_refuses(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, more: str) -> None:
+    ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n"
+    repo = dir_repo(make_repo, {
+        "apps/postgres/kustomization.yaml": KUSTOMIZE + "namespace: db\nresources:\n  - ns.yaml\n  - pvc.yaml\n" + more,
+        "apps/postgres/ns.yaml": ns.format("postgres") + "---\n" + ns.format("postgres-backup")})
+    built = kubectl(repo / "apps/postgres")
+    assert built.returncode == 1 and "namespace transformation produces ID conflict" in built.stderr
+    code, out = run(repo, capsys, "apply", "--fix-overlays")
+    (refused,) = [f for f in out["findings"] if f["code"] == "invalid-manifest"]
+    assert (refused["severity"], refused["path"], refused["line"]) == (
+        "error", "apps/wave-0/postgres/kustomization.yaml", 3)
+    assert "'namespace: db' gives two objects the id Namespace db (v1)" in refused["message"]
+    assert refused["fix"] == "keep one Namespace object per kustomization that sets a namespace"
+
+
 def split_and_commit(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(repo, capsys, "apply", "--fix-overlays")[0] == 0
     git(repo, "add", "-A")

@@ -7,7 +7,11 @@ Written from Flux's documented behaviour, not from `bot/checks/deletes.py`, so t
 - Each Flux Kustomization builds its `spec.path` (a kustomization.yaml's `resources`, or, without
   one, every YAML file below the path, a subdirectory holding a kustomization.yaml taken as one
   unit), server-side applies every object, labelling it as its own (owner labels), and records the
-  objects as its inventory.
+  objects as its inventory. A kustomization's transformers are applied as kustomize documents them,
+  as far as the simulated repositories use them: `patches` (a target by kind and group; strategic
+  merge of metadata labels and annotations, or JSON6902 `add` of either map), then `namespace`
+  (which also renames every Namespace object to it; cluster-scoped kinds keep none; two objects
+  ending with one id fail the build), then `commonLabels` / `labels` and `commonAnnotations`.
 - After applying, with `prune: true` it deletes every object of its previous inventory that left its
   build, but only when the live object still carries its owner labels and does not carry
   `kustomize.toolkit.fluxcd.io/prune: disabled` (on the live object: as applied last).
@@ -44,6 +48,7 @@ the string "yes", which the CRD's boolean field rejects; this model treats only 
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 import posixpath
@@ -107,7 +112,8 @@ def _docs(data: bytes) -> list[Any]:
     return [d for d in _yaml.load_all(data) if d is not None]
 
 
-def _manifests(data: bytes) -> list[Manifest]:
+def _objects(data: bytes) -> list[dict[str, Any]]:
+    """The objects of one file: a `*List`'s items, without local-config documents (kustomize drops them)."""
     out = []
     for doc in _docs(data):
         if not isinstance(doc, dict):
@@ -117,19 +123,27 @@ def _manifests(data: bytes) -> list[Manifest]:
             meta = obj.get("metadata") or {}
             if str((meta.get("annotations") or {}).get("config.kubernetes.io/local-config", "")).lower() == "true":
                 continue
-            api = str(obj.get("apiVersion", ""))
-            rid = Rid(api.rpartition("/")[0], str(obj.get("kind")), str(meta.get("namespace") or ""),
-                      str(meta.get("name")))
-            marks = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
-            disabled = str(marks.get(PRUNE, "")).lower() == "disabled"
-            spec = obj.get("spec") or {}
-            if rid.group == FLUX_GROUP and rid.kind == "Kustomization":
-                out.append(Manifest(rid, disabled, child=_spec(rid.name, spec)))
-            elif rid.group == HELM_GROUP and rid.kind == "HelmRelease":
-                out.append(Manifest(rid, disabled, chart=render(rid, spec)))
-            else:
-                out.append(Manifest(rid, disabled))
+            out.append(obj)
     return out
+
+
+def _manifest(obj: Mapping[str, Any]) -> Manifest:
+    meta = obj.get("metadata") or {}
+    api = str(obj.get("apiVersion", ""))
+    rid = Rid(api.rpartition("/")[0], str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
+    # Flux's prune opt-out is honoured as a label or an annotation, in any case.
+    marks = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
+    disabled = str(marks.get(PRUNE, "")).lower() == "disabled"
+    spec = obj.get("spec") or {}
+    if rid.group == FLUX_GROUP and rid.kind == "Kustomization":
+        return Manifest(rid, disabled, child=_spec(rid.name, spec))
+    if rid.group == HELM_GROUP and rid.kind == "HelmRelease":
+        return Manifest(rid, disabled, chart=render(rid, spec))
+    return Manifest(rid, disabled)
+
+
+def _manifests(data: bytes) -> list[Manifest]:
+    return [_manifest(obj) for obj in _objects(data)]
 
 
 def _spec(name: str, spec: Mapping[str, Any]) -> Spec:
@@ -172,33 +186,86 @@ def build(files: Files, directory: str) -> list[Manifest] | None:
     if not _children(files, directory):
         return None  # Flux: the path does not exist
     try:
-        return _build(files, directory)
+        return [_manifest(obj) for obj in _build(files, directory)]
     except (KeyError, ValueError, TypeError, AttributeError):
         return None
 
 
-def _build(files: Files, directory: str) -> list[Manifest]:
+def _build(files: Files, directory: str) -> list[dict[str, Any]]:
     kfile = f"{directory}/kustomization.yaml"
-    out: list[Manifest] = []
+    out: list[dict[str, Any]] = []
     if kfile in files:
         (kust,) = _docs(files[kfile]) or [{}]
         for entry in kust.get("resources") or []:
             path = posixpath.normpath(f"{directory}/{entry}")
             if path in files:
-                out += _manifests(files[path])
+                out += copy.deepcopy(_objects(files[path]))
             elif _children(files, path):
                 out += _build(files, path)
             else:
                 raise KeyError(path)  # kustomize fails on a missing resource
-        return out
+        return _transform(kust, out)
     for name in sorted(_children(files, directory)):
         path = f"{directory}/{name}"
         if path in files:
             if _is_yaml(name):
-                out += _manifests(files[path])
+                out += copy.deepcopy(_objects(files[path]))
         else:
             out += _build(files, path)
     return out
+
+
+CLUSTER_SCOPED = {"Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "StorageClass"}
+
+
+def _transform(kust: Mapping[str, Any], objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The transformers of a kustomization the simulated repositories use, in kustomize's order
+    (patches, namespace, labels and annotations); anything else it holds is refused (KeyError)."""
+    unknown = set(kust) - {"apiVersion", "kind", "resources", "patches", "namespace", "commonLabels", "labels",
+                           "commonAnnotations"}
+    if unknown:
+        raise KeyError(f"the simulation does not model {sorted(unknown)}")
+    for entry in kust.get("patches") or []:
+        target, patch = entry["target"], _yaml.load(entry["patch"])
+        for obj in objects:
+            if obj["kind"] == target["kind"] and str(obj["apiVersion"]).rpartition("/")[0] == target.get(
+                    "group", str(obj["apiVersion"]).rpartition("/")[0]):
+                _patch(obj, patch)
+    namespace = kust.get("namespace")
+    ids = set()
+    for obj in objects:
+        meta = obj.setdefault("metadata", {})
+        if namespace and obj["kind"] == "Namespace":
+            meta["name"] = namespace  # kustomize's namespace field specs rename a Namespace
+        elif namespace and obj["kind"] not in CLUSTER_SCOPED:
+            meta["namespace"] = namespace
+        rid = (obj["apiVersion"], obj["kind"], meta.get("namespace") or "default", meta["name"])
+        if rid in ids:
+            raise ValueError(f"kustomize: ID conflict on {rid}")
+        ids.add(rid)
+    labels = {**(kust.get("commonLabels") or {}),
+              **{k: v for item in kust.get("labels") or [] for k, v in item["pairs"].items()}}
+    for obj in objects:
+        for key, values in (("labels", labels), ("annotations", kust.get("commonAnnotations") or {})):
+            if values:
+                obj["metadata"][key] = {**(obj["metadata"].get(key) or {}), **values}
+    return objects
+
+
+def _patch(obj: dict[str, Any], patch: Any) -> None:
+    """A strategic-merge patch of metadata labels and annotations (merged), or JSON6902 `add`s of
+    a whole `/metadata/labels` or `/metadata/annotations` map (replaced): the patches generated."""
+    meta = obj.setdefault("metadata", {})
+    if isinstance(patch, list):
+        for op in patch:
+            key = op["path"].removeprefix("/metadata/")
+            if op["op"] != "add" or key not in ("labels", "annotations"):
+                raise KeyError(f"the simulation does not model {op}")
+            meta[key] = dict(op["value"])
+        return
+    for key in ("labels", "annotations"):
+        if (patch.get("metadata") or {}).get(key):
+            meta[key] = {**(meta.get(key) or {}), **patch["metadata"][key]}
 
 
 def kustomizations(files: Files) -> dict[str, Spec]:
