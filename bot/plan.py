@@ -198,6 +198,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         findings += [wave_removable_finding(before, n, config, refs)
                      for n, refs in references.items() if n not in removed]
         findings += cascade.with_cascades(hazards.hazard_findings(before, now, config), base, before, config)
+        findings += stepping.removable(tree, base, files, config)  # the annotation of a held move, once moved
         deepest_before = max(existing_waves(base, config), default=None)
         # Where each file was at base, from the inventory already read (no second walk of the base).
         base_waves: dict[str, Slot | None] | None = {

@@ -56,7 +56,7 @@ def test_a_data_loss_move_is_protected_first_then_made_once_deployed(example_rep
     after = (repo / PLEX).read_bytes()
     # Only whole lines were inserted: dropping them gives back every byte of the manifest.
     added = [line for line in after.splitlines(keepends=True) if line not in before.splitlines(keepends=True)]
-    assert set(added) == {b"  annotations:\n", f"    {PRUNE}: disabled\n".encode()}
+    assert set(added) == {b"  annotations:\n", f"    {PRUNE}: disabled  # wave-bot: move-held\n".encode()}
     assert b"".join(line for line in after.splitlines(keepends=True)
                     if line not in added) == before
     built = kubectl(repo / "apps/wave-0")
@@ -136,3 +136,51 @@ def test_a_held_sops_move_goes_once_accepted(example_repo: Path) -> None:
     assert code == 0
     assert (repo / "apps/wave-2/gitea-bootstrap-secret.sops.yaml").read_bytes() == secret
     assert (repo / "apps/wave-0/gitea.yaml").is_file()  # its Namespace and PVC are still protected first
+
+
+def findings_of(repo: Path, code: str) -> list[dict[str, object]]:
+    import json
+
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        main(["check", str(repo), "--base", "HEAD", "--format", "json"])
+    return [f for f in json.loads(out.getvalue())["findings"] if f["code"] == code]
+
+
+def test_once_the_held_move_is_deployed_the_report_names_the_annotation_lines_to_delete(example_repo: Path) -> None:
+    repo = example_repo
+    plex_depends_on_sonarr(repo)
+    assert apply(repo)[0] == 0  # step 1: the annotation only
+    git(repo, "commit", "-qam", "protect plex")
+    assert findings_of(repo, "annotation-removable") == []  # deployed, but the file has not moved yet
+    assert apply(repo)[0] == 0  # step 2: the move
+    git(repo, "commit", "-qam", "move plex")
+    moved = (repo / "apps/wave-2/plex.yaml").read_text().splitlines()
+
+    (found,) = findings_of(repo, "annotation-removable")
+
+    assert (found["path"], found["line"], found["severity"]) == ("apps/wave-2/plex.yaml", 5, "info")
+    marked = f"    {PRUNE}: disabled  # wave-bot: move-held"
+    assert [moved[n - 1] for n in (5, 6, 14, 15, 29, 30, 71, 72)] == ["  annotations:", marked] * 4
+    assert "delete lines 5, 6, 14, 15, 29, 30, 71, 72 of apps/wave-2/plex.yaml in a change of its own" in str(
+        found["message"])
+    assert str(found["fix"]).startswith(f"# apps/wave-2/plex.yaml:5, delete:\n  annotations:\n"
+                                        f"# apps/wave-2/plex.yaml:6, delete:\n{marked}\n")
+    # Deleting them as said gives back the manifest as it was before the held move, byte for byte.
+    for line in (72, 71, 30, 29, 15, 14, 6, 5):
+        del moved[line - 1]
+    assert "\n".join(moved) + "\n" == git(repo, "show", f"HEAD~3:{PLEX}")
+
+
+def test_an_annotation_the_user_wrote_is_never_reported_removable(example_repo: Path) -> None:
+    repo = example_repo
+    plex_depends_on_sonarr(repo)
+    assert apply(repo)[0] == 0
+    # The user keeps the protection for good: deletes the comment that marks it as wave-bot's.
+    (repo / PLEX).write_text((repo / PLEX).read_text().replace("  # wave-bot: move-held", ""))
+    git(repo, "commit", "-qam", "protect plex for good")
+    assert apply(repo)[0] == 0
+    git(repo, "commit", "-qam", "move plex")
+    assert PRUNE in (repo / "apps/wave-2/plex.yaml").read_text()
+
+    assert findings_of(repo, "annotation-removable") == []
