@@ -11,6 +11,7 @@ commands; an acceptance (bot/checks/acceptance.py) of the move then lets it thro
 from __future__ import annotations
 
 import posixpath
+import shlex
 from collections.abc import Mapping, Sequence
 
 from bot.config import Config
@@ -90,11 +91,15 @@ def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: s
               "move it yet")
     commands = "\n".join(kubectl_annotate(r) for r in rids)
     if why:
+        # Then the acceptance, as `wave-bot accept` writes it (the name is the user's to fill in).
+        commands += " \\\n  ".join(["\nwave-bot accept --by '<your name>'",
+                                    *(shlex.quote(str(r)) for r in rids)])
         return Finding(
             code="move-held", severity="warning", path=path, wave=source.wave, resource=str(rids[0]) if rids else None,
             message=f"{moving}, and adds no annotation: {why}. To go on: annotate the live objects with the "
                     f"commands in the fix, then accept the move for each of them in .wave-bot-accept.yaml "
-                    f"(resource and by:, see README) and run wave-bot again: it then moves the file. Once "
+                    f"(the fix's `wave-bot accept` command writes the entries) and run wave-bot again: it then "
+                    f"moves the file. Once "
                     f"{new_cr} owns them, remove the annotation (the same commands with `{PRUNE_KEY}-`)",
             fix=commands,
         )

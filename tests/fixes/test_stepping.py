@@ -103,6 +103,14 @@ def test_a_sops_file_is_never_edited_the_move_is_held_with_commands(example_repo
     assert (repo / secret).read_bytes() == before
     assert "SOPS-encrypted" in out
     assert f"kubectl -n gitea annotate secret/gitea-bootstrap {PRUNE}=disabled" in out
+    # The fix ends with the command that accepts the move; run as printed (a name filled in), it lets it go.
+    command = out.split("wave-bot accept --by '<your name>' \\\n", 1)[1]
+    names = [line.strip().rstrip("\\").strip().strip("'") for line in command.splitlines()[:1]]
+    assert names == ["Secret gitea/gitea-bootstrap"]
+    assert main(["accept", "--by", "alice", *names, "--base", "HEAD", str(repo)]) == 0
+    git(repo, "commit", "-qam", "gitea needs sonarr; the secret's move accepted")
+    assert apply(repo)[0] == 0
+    assert (repo / "apps/wave-2/gitea-bootstrap-secret.sops.yaml").read_bytes() == before
 
 
 def test_without_a_base_check_does_not_advise_a_plain_apply_that_would_lose_data(example_repo: Path) -> None:
