@@ -6,6 +6,8 @@ object (or moves it so that it is deleted and recreated) then passes as info, sa
 it and where. The file is committed like any other, so the pull request shows it and git keeps who
 added each line; there is no pattern and no switch for everything. An entry that matches nothing
 this change deletes is reported (`stale-acceptance`): remove it once its deletion has merged.
+`wave-bot accept` appends entries (`add`, after `refuse_new`), and every deletion not accepted yet
+carries in its fix the command and the entries that would accept it.
 """
 from __future__ import annotations
 
@@ -187,8 +189,10 @@ def refuse_new(resources: Sequence[str], by: str, accepted: Sequence[Acceptance]
                                 "`wave-bot check --base` reports as deleted")
     close = difflib.get_close_matches(unknown[0], sorted(deleted), n=1, cutoff=0.6)
     mean = f"; did you mean {close[0]}?" if close else "."
+    listed = sorted(deleted)
+    more = f" and {len(listed) - 10} more" if len(listed) > 10 else ""  # a big change: `check` lists them all
     raise WaveBotError(f"this change does not delete {unknown[0]}{against}{mean} It deletes "
-                       + ", ".join(sorted(deleted)),
+                       + ", ".join(listed[:10]) + more,
                        hint="name each object exactly as the findings do")
 
 
@@ -203,7 +207,12 @@ def add(data: bytes | None, resources: Sequence[str], by: str, reason: str = "")
     for resource in resources:
         entry = {"resource": resource, "by": by.strip(), **({"reason": reason.strip()} if reason.strip() else {})}
         item = render_item(entry)
-        out = insert_item(out, ACCEPT_FILE, "accept", item.replace("\n", "\r\n") if crlf else item, None)
+        try:
+            out = insert_item(out, ACCEPT_FILE, "accept", item.replace("\n", "\r\n") if crlf else item, None)
+        except WaveBotError as exc:  # a flow-style list: the hint gives the entries to add by hand
+            raise WaveBotError(exc.message, path=exc.path, line=exc.line,
+                               hint=f"add them by hand, under accept: as a block list:\n"
+                                    f"{_entries(resources, by.strip(), reason.strip())}") from None
     after = parse(out)
     expected = [(a.resource, a.by, a.reason) for a in before] + [(r, by.strip(), reason.strip()) for r in resources]
     if [(a.resource, a.by, a.reason) for a in after] != expected:  # the parse is the proof of the edit

@@ -105,6 +105,10 @@ def test_resources_may_follow_the_options(example_repo: Path) -> None:
     (None, ["pihole", "--by", "alice"],
      "wave-bot: error: 'pihole' does not name one object as the findings do (`[group/]Kind [namespace/]name`)\n"
      "  hint: quote each object as one argument, e.g. 'PersistentVolumeClaim pihole/pihole-data'\n"),
+    ("accept: [{resource: Service pihole/pihole, by: bob}]\n", [PVC, "--by", "alice"],
+     "wave-bot: error: .wave-bot-accept.yaml:1: 'accept' is a flow-style list ([...]); wave-bot adds only to block "
+     "lists\n  hint: add them by hand, under accept: as a block list:\n"
+     "  - resource: PersistentVolumeClaim pihole/pihole-data\n    by: alice\n"),
     ("accept:\n  - resource: Namespace pihole\n", [PVC, "--by", "alice"],
      "wave-bot: error: .wave-bot-accept.yaml:2: accept item 1 (Namespace pihole) has no by: say who accepts this "
      "deletion\n"),
