@@ -110,7 +110,8 @@ def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: s
                 f"kustomization {old_cr}`), then run wave-bot again (`wave-bot apply --base <the deployed "
                 f"revision>`, or push to the pull request): the annotation is then deployed and the move is "
                 f"safe. Once {new_cr} owns them, remove the annotation in a change of its own if Flux should "
-                "garbage-collect them again",
+                "garbage-collect them again (once that move is deployed, wave-bot names the lines: "
+                "annotation-removable)",
     )
 
 
