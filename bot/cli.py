@@ -126,6 +126,56 @@ def cmd_apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def _accept_args(args: argparse.Namespace) -> tuple[list[str], str]:
+    """RESOURCE... [REPO]: the last argument is the repository when it is a directory and not an
+    object's name (an object's name always has a space: `Kind name`)."""
+    from bot.checks.acceptance import looks_like_resource
+
+    names = list(args.resources)
+    if len(names) > 1 and not looks_like_resource(names[-1]) and os.path.isdir(names[-1]):
+        return list(dict.fromkeys(names[:-1])), names[-1]
+    return list(dict.fromkeys(names)), "."
+
+
+def cmd_accept(args: argparse.Namespace) -> int:
+    from bot.checks import acceptance
+    from bot.model import Change
+    from bot.repo import git
+    from bot.repo.worktree import apply_changes
+
+    resources, args.path = _accept_args(args)
+    tree, config = _load(args)
+    kind = tree.kind(acceptance.ACCEPT_FILE)
+    accepted = acceptance.load(tree)  # an invalid file is refused here, before anything is written
+    acceptance.refuse_new(resources, args.by, accepted, None)
+    deleted: set[str] | None = None
+    if args.base:
+        from bot.plan import make_plan
+        from bot.repo.git import GitTree
+
+        with GitTree(args.path, args.base) as base:
+            # Every move as it is (no hold): accepting a move takes it as it is, deleted and recreated.
+            plan = make_plan(tree, config, base=base, hold=False)
+        deleted = {f.resource for f in plan.findings if f.code in acceptance.DELETING and f.resource}
+        acceptance.refuse_new(resources, args.by, accepted, deleted, args.base)
+    old = tree.read(acceptance.ACCEPT_FILE) if kind is not None else None
+    content = acceptance.add(old, resources, args.by, args.reason)
+    apply_changes(args.path, [Change("create" if old is None else "update", acceptance.ACCEPT_FILE, content=content)])
+    stage = git.stager(args.path)
+    if stage is not None:
+        stage([acceptance.ACCEPT_FILE])
+    staged = " and staged it" if stage is not None else ""
+    checked = (f"Each is deleted by this change against {args.base}." if args.base else
+               "Not checked against a deployed revision: `check --base <it>` reports an entry that matches no "
+               "deletion as stale-acceptance.")
+    listed = "".join(f"  - {r}\n" for r in resources)
+    sys.stdout.write(f"wave-bot: added {len(resources)} entr{'y' if len(resources) == 1 else 'ies'} to "
+                     f"{acceptance.ACCEPT_FILE}{staged}, accepting (by {args.by.strip()}) the deletion of:\n{listed}"
+                     f"{checked} Commit it with the change that deletes them: reviewers approve the entries "
+                     "with the pull request, and git history keeps who accepted what.\n")
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from bot.actions.forge.platforms import in_actions
 
@@ -165,6 +215,20 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--no-fixes", action="store_true",
                          help="text output: list the findings without the fix under each")
         sub.set_defaults(func=func)
+    accept_help = "accept that Flux deletes the named objects: add them to .wave-bot-accept.yaml (and stage it)"
+    accept = commands.add_parser("accept", help=accept_help, description=accept_help + ". Review the entry and "
+                                 "merge it with the change that deletes them.",
+                                 usage="wave-bot accept RESOURCE... --by NAME [--reason TEXT] [--base REV] "
+                                       "[--config FILE] [PATH]")
+    accept.add_argument("resources", nargs="+", metavar="RESOURCE",
+                        help="one object as the findings name it, quoted: 'PersistentVolumeClaim pihole/pihole-data'; "
+                             "a last argument that is a directory is the repository root (default: .)")
+    accept.add_argument("--by", required=True, metavar="NAME", help="who accepts the deletion (required)")
+    accept.add_argument("--reason", default="", metavar="TEXT", help="why the data need not survive")
+    accept.add_argument("--base", metavar="REV",
+                        help="the deployed revision: refuse an object this change does not delete against it")
+    accept.add_argument("--config", metavar="FILE", help="config file (default: PATH/.wave-bot.yaml)")
+    accept.set_defaults(func=cmd_accept, format="text")
     run = commands.add_parser("run", help="the GitHub/Gitea Actions entrypoint (reads GITHUB_* variables); "
                               "not for local use")
     run.set_defaults(func=cmd_run)
@@ -204,7 +268,12 @@ def _sparse_collections() -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "accept" and not any(e.startswith("-") for e in extra):
+        args.resources += extra  # `accept A --by x B [REPO]`: argparse takes positionals only before options
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         with _sparse_collections():
             code = int(args.func(args))

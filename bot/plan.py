@@ -127,13 +127,14 @@ class Plan:
 
 
 def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays: bool = False,
-              held: stepping.Held | None = None) -> Plan:
+              held: stepping.Held | None = None, hold: bool = True) -> Plan:
     """Compute the wave layout `tree` should have, the changes that get it there, and the findings.
 
     `base` is the deployed revision (the PR base): with it the plan checks Flux prune hazards and
     removes waves that were already empty there. `fix_overlays` adds the edits that give every wave
     its base entry and SOPS decryption in every overlay. `held`: files whose move would lose data,
-    kept in place this time with their objects protected (the plan finds them itself).
+    kept in place this time with their objects protected (the plan finds them itself); `hold=False`
+    makes every move as it is, for `wave-bot accept` to see what the change itself deletes.
     """
     # The layout: waves from the catalog, each app file's wave, the generated files.
     services = load_catalog(tree, config)
@@ -197,6 +198,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         findings += [wave_removable_finding(before, n, config, refs)
                      for n, refs in references.items() if n not in removed]
         findings += cascade.with_cascades(hazards.hazard_findings(before, now, config), base, before, config)
+        findings += stepping.removable(tree, base, files, config)  # the annotation of a held move, once moved
         deepest_before = max(existing_waves(base, config), default=None)
         # Where each file was at base, from the inventory already read (no second walk of the base).
         base_waves: dict[str, Slot | None] | None = {
@@ -238,7 +240,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
     # The next safe step: a move that would lose data waits, its objects protected first. Only
     # against a deployed revision: without one, an annotation in the work tree is not known deployed.
-    unsafe = stepping.unsafe_moves(findings, files) if base is not None else {}
+    unsafe = stepping.unsafe_moves(findings, files) if base is not None and hold else {}
     if unsafe:
         return make_plan(tree, config, base, fix_overlays, {**held, **unsafe})
     return Plan(

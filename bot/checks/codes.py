@@ -75,6 +75,8 @@ CODES: tuple[Code, ...] = (
     # the next safe step and acceptances (fixes/stepping.py, checks/acceptance.py)
     Code("move-held", "warning",
          "a data-loss move is held: `apply` protects the objects it would delete first, and moves once deployed"),
+    Code("annotation-removable", "info",
+         "the `prune: disabled` a `move-held` step added is deployed with the moved file: its lines can go"),
     Code("stale-acceptance", "warning", "an entry of `.wave-bot-accept.yaml` names no object this change deletes"),
     # the tiers around the waves (checks/tiers.py, checks/crds.py, checks/substitution.py)
     Code("depends-on-missing", "error", "a Flux Kustomization `dependsOn` one no entrypoint applies: never Ready"),

@@ -1,5 +1,5 @@
 """The first step of an unsafe move: `kustomize.toolkit.fluxcd.io/prune: disabled` on the objects it
-would delete, added to their manifest as whole new lines (every other byte stays).
+would delete, added to their manifest as whole new lines (every other byte stays), each marked as wave-bot's.
 
 Flux honours the annotation on the live object, so once the edited manifest is deployed the old wave
 leaves the objects in place when the file moves, and the new wave adopts them. The edit is checked
@@ -17,6 +17,11 @@ from bot.errors import WaveBotError
 from bot.flux.vocabulary import PRUNE_DISABLED, PRUNE_KEY
 from bot.resid import ResourceId
 from bot.yamlio import documents as yamlio
+
+MARK = "# wave-bot: move-held"
+"""Ends every annotation line wave-bot adds, so that a later run tells its annotation apart from one
+the user wrote (and may rely on): only a marked line is reported as removable once the move is
+deployed (bot/fixes/stepping.py). Deleting the comment keeps the annotation for good."""
 
 
 def _indent(line: str) -> int:
@@ -45,7 +50,7 @@ def _insertion(lines: list[str], doc: yamlio.Document, path: str) -> tuple[int, 
     child = _indent(lines[info.lines[("metadata", first)] - 1])
     annotations = meta.get("annotations")
     if "annotations" not in meta:
-        return at, [f"{' ' * child}annotations:{end}", f"{' ' * (child + 2)}{PRUNE_KEY}: {PRUNE_DISABLED}{end}"]
+        return at, [f"{' ' * child}annotations:{end}", f"{' ' * (child + 2)}{PRUNE_KEY}: {PRUNE_DISABLED}  {MARK}{end}"]
     own = info.lines.get(("metadata", "annotations"))
     key = next(iter(annotations), None) if isinstance(annotations, dict) else None
     if own is None or key is None or not _opens_block(lines[own - 1], "annotations") \
@@ -53,7 +58,7 @@ def _insertion(lines: list[str], doc: yamlio.Document, path: str) -> tuple[int, 
         raise WaveBotError("its metadata.annotations is not a block mapping wave-bot can add a line to",
                            path=path, line=own)
     grandchild = _indent(lines[info.lines[("metadata", "annotations", key)] - 1])
-    return own, [f"{' ' * grandchild}{PRUNE_KEY}: {PRUNE_DISABLED}{_ending(lines[own - 1])}"]
+    return own, [f"{' ' * grandchild}{PRUNE_KEY}: {PRUNE_DISABLED}  {MARK}{_ending(lines[own - 1])}"]
 
 
 def _annotated(value: Any) -> Any:
@@ -103,4 +108,4 @@ def protect(data: bytes, path: str, targets: Collection[ResourceId]) -> bytes:
     return out if inserts else data
 
 
-__all__ = ["protect"]
+__all__ = ["MARK", "protect"]

@@ -15,12 +15,13 @@ demand; the unit's `move-held` names them, and their move is at most a warning a
 from __future__ import annotations
 
 import posixpath
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.fixes.protect import protect
+from bot.fixes.protect import MARK, protect
 from bot.flux.stateful import is_stateful
 from bot.flux.vocabulary import PRUNE_DISABLED, PRUNE_KEY
 from bot.layout.placement import AppFile
@@ -139,11 +140,15 @@ def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: s
               f"delete {objects} before {new_cr} recreates them{loss}. So wave-bot does not move it yet")
     commands = "\n".join(kubectl_annotate(r) for r in rids)
     if why:
+        # Then the acceptance, as `wave-bot accept` writes it (the name is the user's to fill in).
+        commands += " \\\n  ".join(["\nwave-bot accept --by '<your name>'",
+                                    *(shlex.quote(str(r)) for r in rids)])
         return Finding(
             code="move-held", severity="warning", path=path, wave=source.wave, resource=str(rids[0]) if rids else None,
             message=f"{moving}, and adds no annotation: {why}. To go on: annotate the live objects with the "
                     f"commands in the fix, then accept the move for each of them in .wave-bot-accept.yaml "
-                    f"(resource and by:, see README) and run wave-bot again: it then moves the file. Once "
+                    f"(the fix's `wave-bot accept` command writes the entries) and run wave-bot again: it then "
+                    f"moves the file. Once "
                     f"{new_cr} owns them, remove the annotation (the same commands with `{PRUNE_KEY}-`){also}",
             fix=commands,
         )
@@ -154,8 +159,57 @@ def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: s
                 f"kustomization {old_cr}`), then run wave-bot again (`wave-bot apply --base <the deployed "
                 f"revision>`, or push to the pull request): the annotation is then deployed and the move is "
                 f"safe. Once {new_cr} owns them, remove the annotation in a change of its own if Flux should "
-                f"garbage-collect them again{also}",
+                "garbage-collect them again (once that move is deployed, wave-bot names the lines: "
+                f"annotation-removable){also}",
     )
 
 
-__all__ = ["Held", "Hold", "hold", "kubectl_annotate", "unsafe_moves"]
+def removable(tree: Tree, base: Tree, files: Sequence[AppFile], config: Config) -> list[Finding]:
+    """`annotation-removable` for every file whose annotation lines a `move-held` step added (marked
+    `MARK`) are deployed where the file stays: at base in its place, with those lines, and not moving
+    now. Reported, never removed: whether Flux should garbage-collect the objects again is the
+    user's call, and an annotation without the mark may be theirs."""
+    findings = []
+    for file in files:
+        if file.is_dir or file.moves or file.wave is None or base.kind(file.path) != "file" \
+                or tree.kind(file.path) != "file":
+            continue
+        data = tree.read(file.path)
+        if MARK.encode() not in data:
+            continue
+        deployed = set(base.read(file.path).decode().splitlines())
+        lines = data.decode().splitlines()
+        marked: list[tuple[ResourceId, list[int]]] = []
+        for doc in yamlio.load(data, file.path):
+            meta = doc.value.get("metadata") if isinstance(doc.value, dict) else None
+            annotations = meta.get("annotations") if isinstance(meta, dict) else None
+            at = doc.info.lines.get(("metadata", "annotations", PRUNE_KEY))
+            rid = ResourceId.of_object(doc.value) if isinstance(doc.value, dict) else None
+            if rid is None or at is None or not isinstance(annotations, dict) \
+                    or not lines[at - 1].rstrip().endswith(MARK) or lines[at - 1] not in deployed:
+                continue
+            head = doc.info.lines.get(("metadata", "annotations"))
+            # The `annotations:` line goes too when the annotation is all it holds (protect added both then).
+            marked.append((rid, [head, at] if len(annotations) == 1 and head is not None else [at]))
+        if marked:
+            findings.append(_removable(file, marked, lines, config))
+    return findings
+
+
+def _removable(file: AppFile, marked: Sequence[tuple[ResourceId, Sequence[int]]], lines: Sequence[str],
+               config: Config) -> Finding:
+    cr = config.wave_cr_name(file.wave) if file.wave is not None else "its wave"
+    drop = [n for _, numbers in marked for n in numbers]
+    objects = ", ".join(f"`{rid}`" for rid, _ in marked)
+    return Finding(
+        code="annotation-removable", severity="info", path=file.path, line=drop[0], wave=file.wave,
+        message=f"wave-bot added `{PRUNE_KEY}: {PRUNE_DISABLED}` to {objects} for the move of {file.name} (the "
+                f"lines end `{MARK}`), and the file is deployed in wave {file.wave}: once `flux get kustomization "
+                f"{cr}` shows this revision applied, {cr} owns them and the annotation has done its job. If Flux "
+                f"should garbage-collect them again, delete lines {', '.join(map(str, drop))} of {file.path} in a "
+                "change of its own (nothing else changes); to keep them protected, delete only the comments",
+        fix="".join(f"# {file.path}:{n}, delete:\n{lines[n - 1]}\n" for n in drop),
+    )
+
+
+__all__ = ["Held", "Hold", "hold", "kubectl_annotate", "removable", "unsafe_moves"]

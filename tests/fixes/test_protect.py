@@ -9,21 +9,22 @@ from bot.resid import ResourceId
 
 PVC = ResourceId("", "PersistentVolumeClaim", "app", "data")
 KEY = "kustomize.toolkit.fluxcd.io/prune: disabled"
+ADDED = f"{KEY}  # wave-bot: move-held"  # marked: a later run tells it from the user's own
 
 
 @pytest.mark.parametrize(("source", "expected"), [
     # no annotations yet: a new block, indented as metadata's keys are
     ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n    name: data\n    namespace: app\n",
-     f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n    annotations:\n      {KEY}\n    name: data\n"
+     f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n    annotations:\n      {ADDED}\n    name: data\n"
      "    namespace: app\n"),
     # an annotations block: one line, indented as its keys are; comments stay
     ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:  # the claim\n  name: data\n  namespace: app\n"
      "  annotations:   # notes\n      a: b\n",
      "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:  # the claim\n  name: data\n  namespace: app\n"
-     f"  annotations:   # notes\n      {KEY}\n      a: b\n"),
+     f"  annotations:   # notes\n      {ADDED}\n      a: b\n"),
     # CRLF line endings are kept
     ("apiVersion: v1\r\nkind: PersistentVolumeClaim\r\nmetadata:\r\n  name: data\r\n  namespace: app\r\n",
-     f"apiVersion: v1\r\nkind: PersistentVolumeClaim\r\nmetadata:\r\n  annotations:\r\n    {KEY}\r\n  name: data\r\n"
+     f"apiVersion: v1\r\nkind: PersistentVolumeClaim\r\nmetadata:\r\n  annotations:\r\n    {ADDED}\r\n  name: data\r\n"
      "  namespace: app\r\n"),
     # already annotated: untouched
     (f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: app\n  annotations:\n"
@@ -39,7 +40,7 @@ def test_only_the_named_object_of_a_file_gains_the_annotation() -> None:
     other = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: data\n  namespace: app\n"
     pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: app\n"
     out = protect(f"---\n{other}---\n{pvc}".encode(), "a.yaml", [PVC]).decode()
-    annotated = pvc.replace("metadata:\n", "metadata:\n  annotations:\n    " + KEY + "\n")
+    annotated = pvc.replace("metadata:\n", "metadata:\n  annotations:\n    " + ADDED + "\n")
     assert out == f"---\n{other}---\n{annotated}"
 
 
@@ -58,7 +59,7 @@ def test_what_cannot_be_edited_by_inserting_lines_is_refused(source: str) -> Non
 def test_a_manifest_without_a_final_newline_is_annotated_and_gains_only_the_newline() -> None:
     source = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: app"
     assert protect(source.encode(), "a.yaml", [PVC]).decode() == (
-        f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  annotations:\n    {KEY}\n  name: data\n"
+        f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  annotations:\n    {ADDED}\n  name: data\n"
         "  namespace: app\n")
 
 

@@ -58,7 +58,7 @@ def test_a_data_loss_move_is_protected_first_then_made_once_deployed(example_rep
     after = (repo / PLEX).read_bytes()
     # Only whole lines were inserted: dropping them gives back every byte of the manifest.
     added = [line for line in after.splitlines(keepends=True) if line not in before.splitlines(keepends=True)]
-    assert set(added) == {b"  annotations:\n", f"    {PRUNE}: disabled\n".encode()}
+    assert set(added) == {b"  annotations:\n", f"    {PRUNE}: disabled  # wave-bot: move-held\n".encode()}
     assert b"".join(line for line in after.splitlines(keepends=True)
                     if line not in added) == before
     built = kubectl(repo / "apps/wave-0")
@@ -105,6 +105,14 @@ def test_a_sops_file_is_never_edited_the_move_is_held_with_commands(example_repo
     assert (repo / secret).read_bytes() == before
     assert "SOPS-encrypted" in out
     assert f"kubectl -n gitea annotate secret/gitea-bootstrap {PRUNE}=disabled" in out
+    # The fix ends with the command that accepts the move; run as printed (a name filled in), it lets it go.
+    command = out.split("wave-bot accept --by '<your name>' \\\n", 1)[1]
+    names = [line.strip().rstrip("\\").strip().strip("'") for line in command.splitlines()[:1]]
+    assert names == ["Secret gitea/gitea-bootstrap"]
+    assert main(["accept", "--by", "alice", *names, "--base", "HEAD", str(repo)]) == 0
+    git(repo, "commit", "-qam", "gitea needs sonarr; the secret's move accepted")
+    assert apply(repo)[0] == 0
+    assert (repo / "apps/wave-2/gitea-bootstrap-secret.sops.yaml").read_bytes() == before
 
 
 def test_without_a_base_check_does_not_advise_a_plain_apply_that_would_lose_data(example_repo: Path) -> None:
@@ -228,9 +236,60 @@ def test_a_sops_secret_that_is_state_moving_later_is_an_error_whose_fix_is_kubec
     (found,) = [f for f in findings_of(out.getvalue()) if f.get("resource") == "Secret gitea/gitea-bootstrap"]
     assert (found["code"], found["severity"], found["path"]) == (
         "later-wave-move", "error", "apps/wave-0/gitea-bootstrap-secret.sops.yaml")
-    assert found["fix"] == f"kubectl -n gitea annotate secret/gitea-bootstrap {PRUNE}=disabled"
+    # The command first, then how to accept the move (the Secret is state: its move needs a reviewer's yes).
+    assert found["fix"].startswith(f"kubectl -n gitea annotate secret/gitea-bootstrap {PRUNE}=disabled\n"
+                                   "# Or, to take the move as it is (deleted, then recreated):\n")
+    assert "  - resource: Secret gitea/gitea-bootstrap\n" in found["fix"]
     assert found["message"].endswith(
         "apps/wave-0/gitea-bootstrap-secret.sops.yaml is SOPS-encrypted, so it cannot carry "
         f"`{PRUNE}: disabled` (editing it breaks its MAC). Safe procedure: annotate the live object (the command "
         "in the fix), then accept this move for Secret gitea/gitea-bootstrap in .wave-bot-accept.yaml (resource "
         f"and by:, see README); once apps-wave-2 owns it, remove the annotation (the same command with `{PRUNE}-`)")
+
+
+def check_findings(repo: Path, code: str) -> list[dict[str, object]]:
+    import json
+
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        main(["check", str(repo), "--base", "HEAD", "--format", "json"])
+    return [f for f in json.loads(out.getvalue())["findings"] if f["code"] == code]
+
+
+def test_once_the_held_move_is_deployed_the_report_names_the_annotation_lines_to_delete(example_repo: Path) -> None:
+    repo = example_repo
+    plex_depends_on_sonarr(repo)
+    assert apply(repo)[0] == 0  # step 1: the annotation only
+    git(repo, "commit", "-qam", "protect plex")
+    assert check_findings(repo, "annotation-removable") == []  # deployed, but the file has not moved yet
+    assert apply(repo)[0] == 0  # step 2: the move
+    git(repo, "commit", "-qam", "move plex")
+    moved = (repo / "apps/wave-2/plex.yaml").read_text().splitlines()
+
+    (found,) = check_findings(repo, "annotation-removable")
+
+    assert (found["path"], found["line"], found["severity"]) == ("apps/wave-2/plex.yaml", 5, "info")
+    marked = f"    {PRUNE}: disabled  # wave-bot: move-held"
+    assert [moved[n - 1] for n in (5, 6, 14, 15, 29, 30, 71, 72)] == ["  annotations:", marked] * 4
+    assert "delete lines 5, 6, 14, 15, 29, 30, 71, 72 of apps/wave-2/plex.yaml in a change of its own" in str(
+        found["message"])
+    assert str(found["fix"]).startswith(f"# apps/wave-2/plex.yaml:5, delete:\n  annotations:\n"
+                                        f"# apps/wave-2/plex.yaml:6, delete:\n{marked}\n")
+    # Deleting them as said gives back the manifest as it was before the held move, byte for byte.
+    for line in (72, 71, 30, 29, 15, 14, 6, 5):
+        del moved[line - 1]
+    assert "\n".join(moved) + "\n" == git(repo, "show", f"HEAD~3:{PLEX}")
+
+
+def test_an_annotation_the_user_wrote_is_never_reported_removable(example_repo: Path) -> None:
+    repo = example_repo
+    plex_depends_on_sonarr(repo)
+    assert apply(repo)[0] == 0
+    # The user keeps the protection for good: deletes the comment that marks it as wave-bot's.
+    (repo / PLEX).write_text((repo / PLEX).read_text().replace("  # wave-bot: move-held", ""))
+    git(repo, "commit", "-qam", "protect plex for good")
+    assert apply(repo)[0] == 0
+    git(repo, "commit", "-qam", "move plex")
+    assert PRUNE in (repo / "apps/wave-2/plex.yaml").read_text()
+
+    assert check_findings(repo, "annotation-removable") == []

@@ -49,7 +49,18 @@ def test_the_plex_comment_has_its_structure(plex_comment: str) -> None:
         "Namespace plex", "PersistentVolumeClaim plex/plex-data", "Service plex/plex", "apps/Deployment plex/plex"]
     fences = [(t.info, t.content) for t in toks if t.type == "fence"]
     assert [info for info, _ in fences] == ["yaml", "yaml", "mermaid"]  # the fix, the one non_gating snippet
-    assert fences[0][1] == "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
+    # Once, for the whole file: the annotation, or how to accept the move as it is, every object whose
+    # deletion loses data named (the Deployment and Service restart: nothing to accept).
+    assert fences[0][1] == (
+        "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
+        "# Or, to take the move as it is (deleted, then recreated):\n"
+        "# accept that in this pull request, with the command\n"
+        "#   wave-bot accept --by '<your name>' \\\n"
+        "#     'Namespace plex' \\\n#     'PersistentVolumeClaim plex/plex-data'\n"
+        "# or these entries in .wave-bot-accept.yaml (reason: optional):\n"
+        "accept:\n"
+        "  - resource: Namespace plex\n    by: <your name>\n"
+        "  - resource: PersistentVolumeClaim plex/plex-data\n    by: <your name>\n")
     # The nested list of objects is a real nested list, inside the finding's list item.
     kinds = [t.type for t in RENDERER.parse(plex_comment)]
     assert kinds.count("bullet_list_open") == 3  # the findings, the objects inside, the gating notes
