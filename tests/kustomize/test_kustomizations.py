@@ -1,16 +1,18 @@
 """bot.kustomize.repository: one reading of every kustomization, and the role of each file it names."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from bot.kustomize.repository import Builds, read_kustomizations
+from bot.kustomize.repository import Builds, applied_files, listed_files, read_kustomizations
 from bot.kustomize.spec import BuildError
+from bot.layout.units import wave_refs
 from bot.repo.tree import PlannedTree
 from bot.repo.worktree import FsTree
 
-from conftest import write_files
+from conftest import Kubectl, write_files
 
 FLUX = "kustomize.toolkit.fluxcd.io"
 
@@ -100,3 +102,23 @@ def test_builds_are_evaluated_once_per_tree_and_directory(repo: Path) -> None:
         with pytest.raises(BuildError, match="does not exist"):
             builds.build(tree, "clusters/broken")
     assert builds.evaluations == 3
+
+
+@pytest.mark.parametrize("kustomization", [
+    "resources: [a.yaml]\nresources: [b.yaml]\n",
+    "resources:\n- a.yaml\n- b.yaml\nnamespace: x\nresources:\n- c.yaml\n",
+    "resources: [a.yaml]\nresources: [b.yaml, c.yaml]\nresources: [c.yaml, a.yaml]\n",
+    "resources: [a.yaml, b.yaml]\nresources: [./c.yaml]\n",
+])
+def test_a_repeated_resources_key_lists_only_what_kustomize_builds(tmp_path: Path, kubectl: Kubectl,
+                                                                   kustomization: str) -> None:
+    # kustomize reads a kustomization with sigs.k8s.io/yaml: the last `resources:` replaces the others
+    files = {f"w/{n}.yaml": f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\n" for n in "abc"}
+    write_files(tmp_path, {**files, "w/kustomization.yaml": kustomization})
+    built = kubectl(tmp_path / "w")
+    assert built.returncode == 0, built.stderr
+    names = sorted(re.findall(r"^  name: (\w+)$", built.stdout, re.MULTILINE))
+    tree = FsTree(str(tmp_path))
+    assert sorted(f.removeprefix("w/").removesuffix(".yaml") for f in applied_files(tree, "w")) == names
+    assert sorted(n.removesuffix(".yaml") for n in listed_files(tree, "w/kustomization.yaml")) == names
+    assert sorted(n.removesuffix(".yaml") for n in wave_refs(tree, "w/kustomization.yaml")) == names
