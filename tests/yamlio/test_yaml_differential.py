@@ -189,6 +189,11 @@ def _repeated(i: int) -> Iterator[str]:
     yield cm + "data:\n  <<: {a: 1}\n  <<: {b: 2}\n"
     yield cm + "x: 1\n---\n" + cm.replace(f"c{i}", f"c{i}b") + "y: 1\ny: 2\n"
     yield cm + "roles: [os:etcd:backup]\nroles: []\n"  # in a file libyaml refuses
+    flux = f"apiVersion: {FLUX}\nkind: Kustomization\n{meta}spec:\n  path: ./x\n"
+    yield flux + "  prune: true\n  prune: false\n"
+    yield flux + "  decryption: {provider: sops}\n  decryption: {provider: sops}\n"
+    yield flux + "  prune: true\n  'prune': true\n"
+    yield f"a: &a prune\n{flux}  prune: false\n  *a : true\n"
 
 
 def corpus() -> list[tuple[str, bytes]]:
