@@ -575,19 +575,23 @@ class _Expanded:
             anchors[first.anchor] = node
         return node
 
-    def _emit(self, node: _Node | _Alias) -> Iterator[Any]:
-        node = _target(node)
-        yield node.event
-        if node.children is None:
-            return
-        if type(node.event) is MappingStartEvent:
-            for key, value in self._merged(node):
-                yield from self._emit(key)
-                yield from self._emit(value)
-        else:
-            for child in node.children:
-                yield from self._emit(child)
-        yield node.end
+    def _emit(self, root: _Node | _Alias) -> Iterator[Any]:
+        # a stack, not nested generators: each event would otherwise pass through one per level
+        stack: list[_Node | _Alias | Any] = [root]
+        while stack:
+            item = stack.pop()
+            if not isinstance(item, _Node | _Alias):
+                yield item  # a collection's end
+                continue
+            node = _target(item)
+            yield node.event
+            if node.children is None:
+                continue
+            stack.append(node.end)
+            if type(node.event) is MappingStartEvent:
+                stack.extend(child for pair in reversed(self._merged(node)) for child in reversed(pair))
+            else:
+                stack.extend(reversed(node.children))
 
     def _merged(self, node: _Node) -> list[tuple[_Node | _Alias, _Node | _Alias]]:
         """The entries of the mapping `node` once its merge key is applied."""
