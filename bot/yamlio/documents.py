@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.constructor import ConstructorError, DuplicateKeyError
 from ruamel.yaml.error import MantissaNoDotYAML1_1Warning, MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
@@ -41,6 +41,7 @@ from ruamel.yaml.events import (
     SequenceStartEvent,
     StreamEndEvent,
 )
+from ruamel.yaml.nodes import MappingNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from bot.errors import WaveBotError
@@ -463,7 +464,7 @@ def scan(
     again = _Scanner(path, capture, line_depth, capture_depth, max_nodes, max_documents)
     parser = events()
     try:
-        return again.run(_Expanded(parser, path))
+        return again.run(_Expanded(parser, path, in_order=not unique_keys))
     finally:
         _dispose(parser)
 
@@ -529,13 +530,15 @@ class _Expanded:
     """The events of a file as kustomize sees them: every alias replaced by the node it names, every
     merge key (`<<`) replaced by the keys it merges (kyaml's DeAnchor, then go-yaml's decoding).
 
-    Measured with `kubectl kustomize` (tests/yamlio/test_yaml_differential.py): a key written in the
-    mapping wins over a merged one, in `<<: [*a, *b]` the first mapping wins, a merged mapping's own
-    `<<` counts below both, and a merge of anything but a mapping or a list of mappings is refused.
+    Measured with `kubectl kustomize` (tests/yamlio/test_yaml_differential.py): in an object a key
+    written in the mapping wins over a merged one, in `<<: [*a, *b]` the first mapping wins, a merged
+    mapping's own `<<` counts below both, and a merge of anything but a mapping or a list of mappings
+    is refused. A kustomization (`in_order`, go-yaml v2 behind sigs.k8s.io/yaml) applies each merge
+    key where it stands instead: what follows it overrides it, it overrides what precedes it.
     """
 
-    def __init__(self, parser: Any, file: str) -> None:
-        self._file = file
+    def __init__(self, parser: Any, file: str, in_order: bool = False) -> None:
+        self._file, self._in_order = file, in_order
         self._out = self._replay(parser)
 
     def get_event(self) -> Any:
@@ -600,6 +603,14 @@ class _Expanded:
         children = node.children or []
         pairs = list(zip(children[::2], children[1::2], strict=True))
         merges = [(key, value) for key, value in pairs if _is_merge(_target(key))]
+        if merges and self._in_order:
+            in_order: dict[object, tuple[_Node | _Alias, _Node | _Alias]] = {}
+            for key, value in pairs:
+                merged = [p for s in reversed(self._sources(value)) for p in self._merged(s)] \
+                    if _is_merge(_target(key)) else [(key, value)]
+                in_order.update((_key_of(k), (k, v)) for k, v in merged)
+            node.merged = list(in_order.values())
+            return node.merged
         if len(merges) > 1:
             raise self._refuse("duplicate merge key", merges[1][0])
         if not merges:
@@ -637,6 +648,8 @@ class _Expanded:
         return out
 
     def _refuse(self, problem: str, at: _Node | _Alias) -> WaveBotError:
+        if self._in_order:  # go-yaml v2 has one word for every such merge
+            problem = "map merge requires map or sequence of maps as the value"
         return _error(self._file, f"invalid YAML: {problem}", at.event.start_mark.line + 1,
                       "merge a mapping (`<<: {k: v}`, `<<: *anchor` of a mapping) or a list of them")
 
@@ -683,10 +696,27 @@ def _plainly_bounded(data: bytes) -> bool:
 
 
 class _LastWins:
-    """A constructor mixin keeping the last value of a repeated key, as sigs.k8s.io/yaml does."""
+    """A constructor mixin reading a mapping as sigs.k8s.io/yaml (go-yaml v2) does: the last value of
+    a repeated key counts, and each merge key is applied where it stands (several are allowed)."""
 
     def check_mapping_key(self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any) -> bool:
         return True
+
+    def flatten_mapping(self, node: Any) -> None:
+        entries = []
+        for key_node, value_node in node.value:
+            if key_node.tag != MERGE_TAG:
+                entries.append((key_node, value_node))
+                continue
+            # in a list the first mapping wins: it is applied last
+            for source in reversed(value_node.value) if isinstance(value_node, SequenceNode) else [value_node]:
+                if not isinstance(source, MappingNode):
+                    raise ConstructorError("while constructing a mapping", node.start_mark,
+                                           "map merge requires map or sequence of maps as the value",
+                                           source.start_mark)
+                self.flatten_mapping(source)
+                entries.extend(source.value)
+        node.value = entries
 
 
 # YAML 1.1's value key `=` is a plain string to go-yaml; ruamel resolves it to a tag it cannot construct.
@@ -740,8 +770,11 @@ def load(data: bytes, path: str, *, duplicates: Literal["error", "last"] = "erro
     _check_bytes(data, path)
     # a tiny file is not scanned first, unless it holds what the scan refuses as kustomize does
     bounded = _plainly_bounded(data) and b"%" not in data and b"..." not in data
-    lines = _Lines(data, path, None if bounded else scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100))
     last_wins, pure = duplicates == "last", False
+    # a resource is read by go-yaml v3, a kustomization by v2: they differ on merge keys too (`scan`)
+    unique = not last_wins
+    lines = _Lines(data, path, None if bounded else scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100,
+                                                        unique_keys=unique))
     while True:
         try:
             values = _construct(data, last_wins, pure)
@@ -760,12 +793,12 @@ def load(data: bytes, path: str, *, duplicates: Literal["error", "last"] = "erro
                 raise _error(path, message, _mark_line(exc, data)) from None
             if pure:
                 raise _yaml_error(exc, data, path) from None
-            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100)  # refuses what go-yaml refuses
+            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100, unique_keys=unique)  # as go-yaml
             pure = True  # a ':' in a flow collection: the YAML 1.2 parser decides
         except YAMLError as exc:
             if pure:
                 raise _yaml_error(exc, data, path) from None
-            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100)
+            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100, unique_keys=unique)
             pure = True
         except RecursionError:  # pragma: no cover - MAX_DEPTH keeps us far from it
             raise _error(path, f"YAML nested more than {MAX_DEPTH} levels deep") from None

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 
 from bot.kustomize.files import read_kustomization
 from bot.kustomize.repository import Builds, applied_files, listed_files, read_kustomizations
@@ -13,6 +14,7 @@ from bot.kustomize.spec import BuildError
 from bot.layout.units import wave_refs
 from bot.repo.tree import PlannedTree
 from bot.repo.worktree import FsTree
+from bot.yamlio import documents as yamlio
 
 from conftest import Kubectl, installed_tool, write_files
 
@@ -168,3 +170,35 @@ def test_a_kustomization_string_field_kustomize_reads_as_a_boolean_or_number_is_
                 disagree.append(f"{cases[i]}: wave-bot: {ours}; kubectl: {theirs}")
     assert not disagree, "\n".join(disagree)
     assert refused >= 40
+
+
+@pytest.mark.parametrize("kustomization", [
+    "<<: {namespace: m}\n",
+    "namespace: w\n<<: {namespace: m}\n",
+    "<<: {namespace: m}\nnamespace: w\n",
+    "commonLabels: {x: w, <<: {x: one}}\n",
+    "commonLabels: {<<: {x: one}, x: w}\n",
+    "commonLabels:\n  <<: [{x: one}, {x: two, z: two}]\n",
+    "commonLabels:\n  <<: {a: b, x: one}\n  <<: {c: d, x: two}\n",
+    "commonAnnotations: &a {x: '1'}\ncommonLabels:\n  <<: [{x: one}, *a]\n",
+    "commonLabels:\n  <<: {x: one, <<: {x: nested, z: nested}}\n",
+    "commonLabels:\n  <<: 5\n",
+    "commonLabels:\n  <<: [[{x: one}]]\n",
+    "commonAnnotations: {s: &s str}\ncommonLabels:\n  <<: [*s]\n",
+])
+def test_a_kustomization_applies_each_merge_key_where_it_stands_as_kustomize_does(
+        tmp_path: Path, kubectl: Kubectl, kustomization: str) -> None:
+    # go-yaml v2 behind sigs.k8s.io/yaml: unlike in a resource, a merge overrides the keys before it
+    write_files(tmp_path, {"k/kustomization.yaml": "resources: [a.yaml]\n" + kustomization,
+                           "k/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"})
+    built = kubectl(tmp_path / "k")
+    tree = FsTree(str(tmp_path))
+    if built.returncode != 0:
+        with pytest.raises(BuildError, match="map merge requires map or sequence of maps as the value"):
+            read_kustomization(tree, "k/kustomization.yaml")
+        return
+    metadata = YAML(typ="safe", pure=True).load(built.stdout)["metadata"]
+    value = read_kustomization(tree, "k/kustomization.yaml").value
+    assert (value.get("namespace"), value.get("commonLabels")) == (metadata.get("namespace"), metadata.get("labels"))
+    (doc,) = yamlio.scan(tree.read("k/kustomization.yaml"), "k.yaml", capture=lambda p: True)
+    assert doc.scalars.get(("namespace",)) == metadata.get("namespace")
