@@ -457,8 +457,8 @@ def scan(
             raise _with_values(exc, data) from None
         except YAMLError as exc:  # go-yaml refuses it too, and says what the YAML 1.2 parser says
             raise _yaml_error(exc, data, path) from None
-    if not scanner.expand and b"<<" not in data and b"!!merge" not in data:
-        return docs
+    if not scanner.expand and not (b"<<" in data and _MERGE_KEY.search(data)) and b"!!merge" not in data:
+        return docs  # (a shell heredoc `cat <<EOF` in a ConfigMap is no merge key)
     # Aliases and merge keys, rare in manifests: the values read again with both expanded, as
     # kustomize reads them; the first pass has refused what it refuses and counted every node.
     again = _Scanner(path, capture, line_depth, capture_depth, max_nodes, max_documents)
@@ -467,6 +467,9 @@ def scan(
         return again.run(_Expanded(parser, path, in_order=not unique_keys))
     finally:
         _dispose(parser)
+
+
+_MERGE_KEY = re.compile(rb"<<[ \t]*:")
 
 
 def _go_reads_more(exc: YAMLError) -> bool:
