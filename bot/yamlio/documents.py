@@ -250,6 +250,12 @@ class _Frame:
             self.index += 1
 
 
+_COLLECTION_KEYS = {True: "\0{}", False: "\0[]"}
+"""How `_Scanner` tracks a mapping (True) or list used as a key: go-yaml compares a key by its kind
+and text, and a collection's text is "" (so two lists as keys are a repeated key "", a list and a
+mapping are not)."""
+
+
 class _Scanner:
     """One pass over a file's events. The loop is written flat because it runs once per YAML node
     of every manifest in the repository: it is what `plan` spends most of its time in."""
@@ -272,7 +278,7 @@ class _Scanner:
                       "(a 'billion laughs' bomb, or far too big a file)", line, "split the file")
 
     def repeated(self, key: str, first: int, line: int) -> RepeatedKey:
-        return RepeatedKey(key, first, line, self.file)
+        return RepeatedKey("" if key in _COLLECTION_KEYS.values() else key, first, line, self.file)
 
     def again(self, top: _Frame, key: str, line: int,
               recorded: tuple[dict[Path, int], dict[Path, str], set[Path]]) -> None:
@@ -295,7 +301,7 @@ class _Scanner:
         docs: list[DocInfo] = []
         stack: list[_Frame] = []
         anchors: dict[str, int] = {}
-        anchored: dict[str, str] = {}  # anchor -> its scalar's value (a collection's anchor has none)
+        anchored: dict[str, str] = {}  # anchor -> its scalar's value, or a collection's _COLLECTION_KEYS
         lines: dict[Path, int] = {}
         scalars: dict[Path, str] = {}
         strings: set[Path] = set()
@@ -362,12 +368,13 @@ class _Scanner:
                     self.expand = True
                     if is_key and top is not None:  # go-yaml names an alias key by its scalar, a collection ""
                         key = anchored.get(event.anchor, "")
-                        top.key, top.key_line = key, line
+                        collection = key in _COLLECTION_KEYS.values()
+                        top.key, top.key_line = "?" if collection else key, line
                         if top.keys is not None:
                             if key in top.keys:
                                 self.again(top, key, line, (lines, scalars, strings))
                             top.keys[key] = line
-                            if event.anchor not in anchored:
+                            if collection:
                                 top.bad_key = top.bad_key or line
                 total += size
                 if total > self.max_nodes:
@@ -383,15 +390,17 @@ class _Scanner:
                                  frame.bad_key, "write the key as a plain string")
                 if frame.anchor:
                     anchors[frame.anchor] = frame.nodes
+                    anchored[frame.anchor] = _COLLECTION_KEYS[frame.is_map]
                 if stack:
                     parent = stack[-1]
                     parent.nodes += frame.nodes
                     if frame.is_key:
                         parent.key, parent.key_line = "?", frame.line
-                        if parent.keys is not None:  # to go-yaml, two collection keys are the same key ""
-                            if "" in parent.keys:
-                                self.again(parent, "", frame.line, (lines, scalars, strings))
-                            parent.keys[""] = frame.line
+                        if parent.keys is not None:  # to go-yaml, two lists (or mappings) as keys are the same
+                            key = _COLLECTION_KEYS[frame.is_map]
+                            if key in parent.keys:
+                                self.again(parent, key, frame.line, (lines, scalars, strings))
+                            parent.keys[key] = frame.line
                             parent.bad_key = parent.bad_key or frame.line
                     parent.advance(frame.is_key)
             elif cls is DocumentStartEvent:

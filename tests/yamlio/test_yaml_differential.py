@@ -170,6 +170,8 @@ def _aliases(i: int) -> Iterator[str]:
     yield f"a: &a [x]\n{head}{meta}data:\n  *a : 1\n"
     yield f"{head}{meta}data:\n  ? [a]\n  : 1\n"
     yield f"{head}{meta}data:\n  ? [a]\n  : 1\n  ? [b]\n  : 2\n"
+    yield f"{head}{meta}data:\n  ? [a]\n  : 1\n  ? {{b: c}}\n  : 2\n"
+    yield f"{head}{meta}data:\n  '': 1\n  ? [b]\n  : 2\n"
     yield f"{head}metadata:\n  name: &a c{i}\n  namespace: n{i}\n  *a : 2\n"
     yield f"a: &a name\n{head}metadata:\n  *a : c{i}\n  namespace: n{i}\n"
     yield f"a: &a name\n{head}metadata:\n  *a : c{i}\n  name: other\n  namespace: n{i}\n"

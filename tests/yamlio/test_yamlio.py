@@ -213,7 +213,8 @@ def test_a_repeated_alias_or_collection_key_is_named_as_go_yaml_names_it(data: b
     assert (exc.value.line, exc.value.message) == (line, f'mapping key "{key}" already defined at line {first}')
 
 
-@pytest.mark.parametrize("data, line", [(b"m:\n  ? [a]\n  : 1\n", 2), (b"a: &a {x: 1}\nm:\n  *a : 1\n", 3)])
+@pytest.mark.parametrize("data, line", [(b"m:\n  ? [a]\n  : 1\n", 2), (b"a: &a {x: 1}\nm:\n  *a : 1\n", 3),
+                                        (b"m:\n  ? [a]\n  : 1\n  ? {b: c}\n  : 2\n", 2)])  # not the same kind
 def test_a_collection_as_a_key_of_an_object_is_refused(data: bytes, line: int) -> None:
     # kubectl: "invalid map key: []interface {}{"a"}" (an object is read into a map of strings)
     with pytest.raises(WaveBotError) as exc:
