@@ -46,6 +46,7 @@ from bot.repo.tree import Tree, refuse_link
 from bot.resid import ResourceId
 from bot.side import Slot
 from bot.yamlio import documents as yamlio
+from bot.yamlio.goyaml import kustomization_type
 
 INVALID_MANIFEST = "invalid-manifest"
 PROBLEMS_PER_FILE = 5
@@ -376,7 +377,8 @@ def _unit_dir(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
     keys = {p[0] for p in doc.lines if len(p) == 1} if doc is not None else set()
     refs = [doc.scalars.get(p, "") for p in doc.lines if len(p) == 2 and p[0] == "resources"] if doc else []
     plain = [r.removeprefix("./") for r in refs]
-    if doc is not None and keys <= _PLAIN_UNIT_KEYS and ("resources",) not in doc.scalars and (
+    if doc is not None and keys <= _PLAIN_UNIT_KEYS and ("resources",) not in doc.scalars and all(
+            p in doc.strings or kustomization_type(v) == "a string" for p, v in doc.scalars.items()) and (
             "namespace" not in keys or ("namespace",) in doc.scalars) and all(
             r and "/" not in r and here.get(r) == "file" and ("resources", i) in doc.scalars
             for i, r in enumerate(plain)):

@@ -25,6 +25,7 @@ from bot.kustomize.spec import (
 from bot.naming import shown
 from bot.repo.tree import Tree
 from bot.yamlio import documents as yamlio
+from bot.yamlio.goyaml import kustomization_type
 
 _REMOTE = re.compile(r"^([a-z][a-z0-9+.-]*://|git@|git::)|\?ref=|^(github\.com|gitlab\.com|bitbucket\.org)/")
 _HOST_LIKE = re.compile(r"^[a-z0-9-]+(\.[a-z0-9-]+)+/")
@@ -185,7 +186,8 @@ def _load(data: bytes, path: str, duplicates: Literal["error", "last", "patch"] 
 def read_kustomization(tree: Tree, path: str, *, check: bool = True) -> Kustomization:
     """Parse a kustomization file and (with `check`) vet its fields the way kustomize does: an
     unknown field is a BuildError, one this evaluator does not follow is Unsupported."""
-    docs = _load(read_bytes(tree, path), path, duplicates="last")
+    data = read_bytes(tree, path)
+    docs = _load(data, path, duplicates="last")
     if not docs:
         raise BuildError("kustomization file is empty", path=path)
     if len(docs) > 1:
@@ -196,11 +198,56 @@ def read_kustomization(tree: Tree, path: str, *, check: bool = True) -> Kustomiz
         raise BuildError("kustomization file is not a mapping of fields", path=path, line=doc.info.start_line)
     kust = Kustomization(path, doc.value, doc.info)
     if check:
+        _check_strings(data, path)  # first: kustomize fails on the type before it looks at a value
         _check_fields(kust)
         if all(v is None for k, v in kust.value.items() if k not in ("apiVersion", "kind")):
             raise BuildError("kustomization file is empty: it sets no field but apiVersion and kind (kustomize: "
                              "kustomization.yaml is empty)", path=path)
     return kust
+
+
+_SELECTOR_FIELDS = {"name": "ResId.name", "namespace": "ResId.namespace", "kind": "ResId.Gvk.kind",
+                    "group": "ResId.Gvk.group", "version": "ResId.Gvk.version", "labelSelector": "labelSelector",
+                    "annotationSelector": "annotationSelector"}
+
+
+def _go_field(key: yamlio.Path) -> tuple[str, str] | None:
+    """(Go field, its type) of a string field wave-bot evaluates, as kustomize names it in its error."""
+    head, rest = key[0], key[1:]
+    if not rest and head in ("apiVersion", "kind"):
+        return f"Kustomization.TypeMeta.{head}", "string"
+    if not rest and head == "namespace":
+        return "Kustomization.namespace", "string"
+    if len(rest) == 1 and isinstance(rest[0], int) and head in ("resources", "components", "bases"):
+        return f"Kustomization.{head}", "string"
+    if len(rest) == 1 and isinstance(rest[0], int) and head == "patchesStrategicMerge":
+        return "Kustomization.patchesStrategicMerge", "types.PatchStrategicMerge"
+    if len(rest) == 1 and isinstance(rest[0], str) and head in ("commonLabels", "commonAnnotations"):
+        return f"Kustomization.{head}", "string"
+    if len(rest) == 3 and head == "labels" and rest[1] == "pairs":
+        return "Label.labels.pairs", "string"
+    if len(rest) == 2 and head in ("patches", "patchesJson6902") and rest[1] in ("path", "patch"):
+        return f"Patch.{head}.{rest[1]}", "string"
+    if len(rest) == 3 and head in ("patches", "patchesJson6902") and rest[1] == "target" \
+            and rest[2] in _SELECTOR_FIELDS:
+        return f"Selector.{head}.target.{_SELECTOR_FIELDS[str(rest[2])]}", "string"
+    return None
+
+
+def _check_strings(data: bytes, path: str) -> None:
+    """Refuse, as kustomize does, a string field written as a plain scalar kustomize reads as a
+    boolean or a number: it reads a kustomization with YAML 1.1's `yes`/`on`/`y` booleans, so
+    `namespace: on` stops the build where wave-bot would have read the namespace "on"."""
+    (doc,) = [d for d in yamlio.scan(data, path, capture=lambda key: _go_field(key) is not None) if not d.empty]
+    for key, text in doc.scalars.items():
+        what = kustomization_type(text) if key not in doc.strings else "a string"
+        field = _go_field(key)
+        if field is not None and what in ("a boolean", "a number"):
+            shown_key = ".".join(str(k) if isinstance(k, str) else f"[{k}]" for k in key).replace(".[", "[")
+            raise BuildError(f"{shown_key} is {text}, which kustomize reads in a kustomization as {what} (json: "
+                             f"cannot unmarshal {'bool' if what == 'a boolean' else 'number'} into Go struct "
+                             f"field {field[0]} of type {field[1]})", path=path, line=doc.line(key),
+                             hint=f"quote it: '{text}'")
 
 
 def _check_fields(kust: Kustomization) -> None:

@@ -14,18 +14,21 @@ is read again by ruamel's pure-Python YAML 1.2 parser, and only its verdict coun
 keeps its speed for the files libyaml reads. A repeated mapping key is kept as Go keeps it: an
 object kustomize builds (a resource, a strategic-merge patch) refuses it at any depth (go-yaml:
 `mapping key "k" already defined at line N`), a kustomization or a JSON6902 patch keeps the last
-value (sigs.k8s.io/yaml), so callers say which (`unique_keys`, `duplicates`).
+value (sigs.k8s.io/yaml), so callers say which (`unique_keys`, `duplicates`); an alias key is the
+scalar it names. A file with an alias or a merge key (`<<`) has its values read a second time with
+both expanded as kustomize expands them (`_Expanded`): the scan alone would miss a name given only
+through one.
 """
 from __future__ import annotations
 
 import io
 import re
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.constructor import ConstructorError, DuplicateKeyError
 from ruamel.yaml.error import MantissaNoDotYAML1_1Warning, MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
@@ -38,6 +41,7 @@ from ruamel.yaml.events import (
     SequenceStartEvent,
     StreamEndEvent,
 )
+from ruamel.yaml.nodes import MappingNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from bot.errors import WaveBotError
@@ -222,7 +226,7 @@ class _Frame:
     """A collection still open while scanning."""
 
     __slots__ = ("is_map", "path", "anchor", "line", "is_key", "nodes", "index", "key", "key_line", "expect_key",
-                 "keys")
+                 "keys", "bad_key")
 
     def __init__(self, is_map: bool, path: Path | None, anchor: str | None, line: int, is_key: bool) -> None:
         self.is_map = is_map
@@ -236,6 +240,7 @@ class _Frame:
         self.key_line = line
         self.expect_key = True
         self.keys: dict[str, int] | None = None  # scalar key -> its line, when repeated keys are refused
+        self.bad_key = 0  # line of the first list or mapping used as a key
 
     def advance(self, was_key: bool) -> None:
         """A child node is complete: a map now wants its value (or next key), a list its next item."""
@@ -243,6 +248,12 @@ class _Frame:
             self.expect_key = not was_key
         else:
             self.index += 1
+
+
+_COLLECTION_KEYS = {True: "\0{}", False: "\0[]"}
+"""How `_Scanner` tracks a mapping (True) or list used as a key: go-yaml compares a key by its kind
+and text, and a collection's text is "" (so two lists as keys are a repeated key "", a list and a
+mapping are not)."""
 
 
 class _Scanner:
@@ -258,19 +269,39 @@ class _Scanner:
         self.path_depth = max(line_depth, capture_depth if capture is not None else 0)
         self.max_nodes = max_nodes
         self.max_documents = max_documents
+        self.expand = False
+        """Whether an alias was met: its values are then read again from the file with every alias
+        expanded (`_expanded`), as kustomize reads them."""
 
     def too_many(self, line: int) -> WaveBotError:
         return _error(self.file, f"YAML holds more than {self.max_nodes:,} nodes once aliases are expanded "
                       "(a 'billion laughs' bomb, or far too big a file)", line, "split the file")
 
     def repeated(self, key: str, first: int, line: int) -> RepeatedKey:
-        return RepeatedKey(key, first, line, self.file)
+        return RepeatedKey("" if key in _COLLECTION_KEYS.values() else key, first, line, self.file)
+
+    def again(self, top: _Frame, key: str, line: int,
+              recorded: tuple[dict[Path, int], dict[Path, str], set[Path]]) -> None:
+        """`key` is written a second time in the mapping `top`: refused (unique_keys, as kustomize
+        reads an object), else what was recorded below its earlier value is forgotten, as
+        sigs.k8s.io/yaml keeps only the last value (a kustomization's second `resources:` replaces the first)."""
+        assert top.keys is not None
+        if self.unique_keys:
+            raise self.repeated(key, top.keys[key], line)
+        if top.path is not None:
+            prefix = (*top.path, key)
+            lines, scalars, strings = recorded
+            for table in (lines, scalars):
+                for gone in [p for p in table if p[:len(prefix)] == prefix]:
+                    del table[gone]
+            strings.difference_update([p for p in strings if p[:len(prefix)] == prefix])
 
     def run(self, parser: Any) -> list[DocInfo]:
         capture, line_depth, path_depth, unique_keys = self.capture, self.line_depth, self.path_depth, self.unique_keys
         docs: list[DocInfo] = []
         stack: list[_Frame] = []
         anchors: dict[str, int] = {}
+        anchored: dict[str, str] = {}  # anchor -> its scalar's value, or a collection's _COLLECTION_KEYS
         lines: dict[Path, int] = {}
         scalars: dict[Path, str] = {}
         strings: set[Path] = set()
@@ -303,7 +334,9 @@ class _Scanner:
                     if top is None:
                         root = "map" if cls is MappingStartEvent else "seq"
                     frame = _Frame(cls is MappingStartEvent, path, event.anchor, line, is_key)
-                    if unique_keys and frame.is_map:
+                    # keys are tracked to refuse a repeat (unique_keys) or, where values are recorded,
+                    # to keep the last value of one as sigs.k8s.io/yaml does (a kustomization)
+                    if frame.is_map and (unique_keys or path is not None and len(path) < path_depth):
                         frame.keys = {}
                     stack.append(frame)
                     continue
@@ -311,6 +344,7 @@ class _Scanner:
                     size = 1
                     if event.anchor:
                         anchors[event.anchor] = 1
+                        anchored[event.anchor] = event.value
                     if top is None:
                         null = event.implicit[0] and event.value in ("", "~", "null", "Null", "NULL")
                         root = ("nothing" if event.value == "" and not event.style else "empty") if null \
@@ -320,7 +354,7 @@ class _Scanner:
                         keys = top.keys
                         if keys is not None:
                             if event.value in keys:
-                                raise self.repeated(event.value, keys[event.value], line)
+                                self.again(top, event.value, line, (lines, scalars, strings))
                             keys[event.value] = line
                     elif path is not None and capture is not None and capture(path):
                         scalars[path] = event.value
@@ -331,8 +365,17 @@ class _Scanner:
                     if found is None:
                         raise _error(self.file, f"invalid YAML: unknown alias *{event.anchor}", line)
                     size = found
-                    if is_key:
-                        top.key, top.key_line = "?", line  # type: ignore[union-attr]
+                    self.expand = True
+                    if is_key and top is not None:  # go-yaml names an alias key by its scalar, a collection ""
+                        key = anchored.get(event.anchor, "")
+                        collection = key in _COLLECTION_KEYS.values()
+                        top.key, top.key_line = "?" if collection else key, line
+                        if top.keys is not None:
+                            if key in top.keys:
+                                self.again(top, key, line, (lines, scalars, strings))
+                            top.keys[key] = line
+                            if collection:
+                                top.bad_key = top.bad_key or line
                 total += size
                 if total > self.max_nodes:
                     raise self.too_many(line)
@@ -341,16 +384,27 @@ class _Scanner:
                     top.advance(is_key)
             elif cls is MappingEndEvent or cls is SequenceEndEvent:
                 frame = stack.pop()
+                if frame.bad_key and unique_keys:
+                    # kustomize reads an object into a map[string]interface{}, after the repeated keys
+                    raise _error(self.file, "invalid map key: a list or mapping used as a mapping key",
+                                 frame.bad_key, "write the key as a plain string")
                 if frame.anchor:
                     anchors[frame.anchor] = frame.nodes
+                    anchored[frame.anchor] = _COLLECTION_KEYS[frame.is_map]
                 if stack:
                     parent = stack[-1]
                     parent.nodes += frame.nodes
                     if frame.is_key:
                         parent.key, parent.key_line = "?", frame.line
+                        if parent.keys is not None:  # to go-yaml, two lists (or mappings) as keys are the same
+                            key = _COLLECTION_KEYS[frame.is_map]
+                            if key in parent.keys:
+                                self.again(parent, key, frame.line, (lines, scalars, strings))
+                            parent.keys[key] = frame.line
+                            parent.bad_key = parent.bad_key or frame.line
                     parent.advance(frame.is_key)
             elif cls is DocumentStartEvent:
-                lines, scalars, strings, anchors, root = {}, {}, set(), {}, None
+                lines, scalars, strings, anchors, anchored, root = {}, {}, set(), {}, {}, None
                 start_line = event.start_mark.line + 1
                 if len(docs) >= self.max_documents:
                     raise _error(self.file, f"holds more than {self.max_documents:,} YAML documents",
@@ -391,23 +445,40 @@ def scan(
     """
     _check_bytes(data, path)
     scanner = _Scanner(path, capture, line_depth, capture_depth, max_nodes, max_documents, unique_keys)
-    parser = _Parser(data)
+    events: Callable[[], Any] = lambda: _Parser(data)  # noqa: E731
+    parser = events()
     try:
-        return scanner.run(parser)
+        docs = scanner.run(parser)
     except RepeatedKey as exc:
         raise _with_values(exc, data) from None
     except YAMLError as exc:
         if not _go_reads_more(exc):
             raise _yaml_error(exc, data, path) from None
         # a ':' in a flow collection: the YAML 1.2 parser decides, below
+        docs = None
     finally:
         _dispose(parser)
+    if docs is None:
+        events = lambda: _PureEvents(data)  # noqa: E731
+        try:
+            docs = scanner.run(events())
+        except RepeatedKey as exc:
+            raise _with_values(exc, data) from None
+        except YAMLError as exc:  # go-yaml refuses it too, and says what the YAML 1.2 parser says
+            raise _yaml_error(exc, data, path) from None
+    if not scanner.expand and not (b"<<" in data and _MERGE_KEY.search(data)) and b"!!merge" not in data:
+        return docs  # (a shell heredoc `cat <<EOF` in a ConfigMap is no merge key)
+    # Aliases and merge keys, rare in manifests: the values read again with both expanded, as
+    # kustomize reads them; the first pass has refused what it refuses and counted every node.
+    again = _Scanner(path, capture, line_depth, capture_depth, max_nodes, max_documents)
+    parser = events()
     try:
-        return scanner.run(_PureEvents(data))
-    except RepeatedKey as exc:
-        raise _with_values(exc, data) from None
-    except YAMLError as exc:  # go-yaml refuses it too, and says what the YAML 1.2 parser says
-        raise _yaml_error(exc, data, path) from None
+        return again.run(_Expanded(parser, path, in_order=not unique_keys))
+    finally:
+        _dispose(parser)
+
+
+_MERGE_KEY = re.compile(rb"<<[ \t]*:")
 
 
 def _go_reads_more(exc: YAMLError) -> bool:
@@ -443,6 +514,172 @@ class _PureEvents:
         return event
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Node:
+    """A node of one document, composed from its events for `_Expanded` (no Python value built)."""
+
+    __slots__ = ("event", "children", "end", "merged")
+
+    def __init__(self, event: Any, children: list[_Node | _Alias] | None = None, end: Any = None) -> None:
+        self.event, self.children, self.end = event, children, end
+        self.merged: list[tuple[_Node | _Alias, _Node | _Alias]] | None = None
+
+
+class _Alias:
+    __slots__ = ("event", "target")
+
+    def __init__(self, event: Any, target: _Node) -> None:
+        self.event, self.target = event, target
+
+
+def _target(node: _Node | _Alias) -> _Node:
+    return node.target if isinstance(node, _Alias) else node
+
+
+class _Expanded:
+    """The events of a file as kustomize sees them: every alias replaced by the node it names, every
+    merge key (`<<`) replaced by the keys it merges (kyaml's DeAnchor, then go-yaml's decoding).
+
+    Measured with `kubectl kustomize` (tests/yamlio/test_yaml_differential.py): in an object a key
+    written in the mapping wins over a merged one, in `<<: [*a, *b]` the first mapping wins, a merged
+    mapping's own `<<` counts below both, and a merge of anything but a mapping or a list of mappings
+    is refused. A kustomization (`in_order`, go-yaml v2 behind sigs.k8s.io/yaml) applies each merge
+    key where it stands instead: what follows it overrides it, it overrides what precedes it.
+    """
+
+    def __init__(self, parser: Any, file: str, in_order: bool = False) -> None:
+        self._file, self._in_order = file, in_order
+        self._out = self._replay(parser)
+
+    def get_event(self) -> Any:
+        return next(self._out, None)
+
+    def _replay(self, parser: Any) -> Iterator[Any]:
+        def source() -> Iterator[Any]:
+            while (event := parser.get_event()) is not None:
+                yield event
+                if type(event) is StreamEndEvent:
+                    return
+
+        events = source()
+        anchors: dict[str, _Node] = {}
+        for event in events:
+            cls = type(event)
+            if cls is ScalarEvent or cls is MappingStartEvent or cls is SequenceStartEvent or cls is AliasEvent:
+                yield from self._emit(self._compose(event, events, anchors))
+            else:
+                if cls is DocumentStartEvent:
+                    anchors = {}
+                yield event
+
+    def _compose(self, first: Any, events: Iterator[Any], anchors: dict[str, _Node]) -> _Node | _Alias:
+        cls = type(first)
+        if cls is AliasEvent:
+            return _Alias(first, anchors[first.anchor])  # the first pass refused an unknown alias
+        node = _Node(first)
+        if cls is MappingStartEvent or cls is SequenceStartEvent:
+            node.children = []
+            for event in events:
+                if type(event) is MappingEndEvent or type(event) is SequenceEndEvent:
+                    node.end = event
+                    break
+                node.children.append(self._compose(event, events, anchors))
+        if first.anchor:
+            anchors[first.anchor] = node
+        return node
+
+    def _emit(self, root: _Node | _Alias) -> Iterator[Any]:
+        # a stack, not nested generators: each event would otherwise pass through one per level
+        stack: list[_Node | _Alias | Any] = [root]
+        while stack:
+            item = stack.pop()
+            if not isinstance(item, _Node | _Alias):
+                yield item  # a collection's end
+                continue
+            node = _target(item)
+            yield node.event
+            if node.children is None:
+                continue
+            stack.append(node.end)
+            if type(node.event) is MappingStartEvent:
+                stack.extend(child for pair in reversed(self._merged(node)) for child in reversed(pair))
+            else:
+                stack.extend(reversed(node.children))
+
+    def _merged(self, node: _Node) -> list[tuple[_Node | _Alias, _Node | _Alias]]:
+        """The entries of the mapping `node` once its merge key is applied."""
+        if node.merged is not None:
+            return node.merged
+        children = node.children or []
+        pairs = list(zip(children[::2], children[1::2], strict=True))
+        merges = [(key, value) for key, value in pairs if _is_merge(_target(key))]
+        if merges and self._in_order:
+            in_order: dict[object, tuple[_Node | _Alias, _Node | _Alias]] = {}
+            for key, value in pairs:
+                merged = [p for s in reversed(self._sources(value)) for p in self._merged(s)] \
+                    if _is_merge(_target(key)) else [(key, value)]
+                in_order.update((_key_of(k), (k, v)) for k, v in merged)
+            node.merged = list(in_order.values())
+            return node.merged
+        if len(merges) > 1:
+            raise self._refuse("duplicate merge key", merges[1][0])
+        if not merges:
+            node.merged = pairs
+            return pairs
+        entries: dict[object, tuple[_Node | _Alias, _Node | _Alias]] = {}
+        for source in reversed(self._sources(merges[0][1])):  # the first source is applied last: it wins
+            for key, value in self._merged(source):
+                entries[_key_of(key)] = (key, value)
+        for key, value in pairs:  # a key written in the mapping wins over every merged one
+            if not _is_merge(_target(key)):
+                entries[_key_of(key)] = (key, value)
+        node.merged = list(entries.values())
+        return node.merged
+
+    def _sources(self, value: _Node | _Alias) -> list[_Node]:
+        """The mappings a merge key's value merges, first the one that wins (kyaml's words for what it refuses)."""
+        target = _target(value)
+        if type(target.event) is MappingStartEvent:
+            return [target]
+        if isinstance(value, _Alias):
+            raise self._refuse("invalid map merge: received alias for a non-map value", value)
+        if type(target.event) is not SequenceStartEvent:
+            raise self._refuse("map merge requires map or sequence of maps as the value", value)
+        out = []
+        for item in target.children or []:
+            if type(_target(item).event) is MappingStartEvent:
+                out.append(_target(item))
+            elif isinstance(item, _Alias):
+                raise self._refuse("invalid map merge: received alias for a non-map value", item)
+            elif type(item.event) is SequenceStartEvent:
+                raise self._refuse("invalid map merge: received a nested sequence", item)
+            else:
+                raise self._refuse("map merge requires map or sequence of maps as the value", item)
+        return out
+
+    def _refuse(self, problem: str, at: _Node | _Alias) -> WaveBotError:
+        if self._in_order:  # go-yaml v2 has one word for every such merge
+            problem = "map merge requires map or sequence of maps as the value"
+        return _error(self._file, f"invalid YAML: {problem}", at.event.start_mark.line + 1,
+                      "merge a mapping (`<<: {k: v}`, `<<: *anchor` of a mapping) or a list of them")
+
+
+def _is_merge(key: _Node) -> bool:
+    event = key.event
+    if type(event) is not ScalarEvent:
+        return False
+    return bool(event.tag == MERGE_TAG or event.value == "<<" and event.implicit[0] and not event.style)
+
+
+def _key_of(key: _Node | _Alias) -> object:
+    """What makes two keys the same key: a scalar's text; a collection (kustomize refuses it as a key
+    of an object) is only ever itself."""
+    target = _target(key)
+    return target.event.value if target.children is None else target
+
+
 def _dispose(parser: Any) -> None:
     dispose = getattr(parser, "dispose", None)
     if dispose is not None:
@@ -471,10 +708,27 @@ def _plainly_bounded(data: bytes) -> bool:
 
 
 class _LastWins:
-    """A constructor mixin keeping the last value of a repeated key, as sigs.k8s.io/yaml does."""
+    """A constructor mixin reading a mapping as sigs.k8s.io/yaml (go-yaml v2) does: the last value of
+    a repeated key counts, and each merge key is applied where it stands (several are allowed)."""
 
     def check_mapping_key(self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any) -> bool:
         return True
+
+    def flatten_mapping(self, node: Any) -> None:
+        entries = []
+        for key_node, value_node in node.value:
+            if key_node.tag != MERGE_TAG:
+                entries.append((key_node, value_node))
+                continue
+            # in a list the first mapping wins: it is applied last
+            for source in reversed(value_node.value) if isinstance(value_node, SequenceNode) else [value_node]:
+                if not isinstance(source, MappingNode):
+                    raise ConstructorError("while constructing a mapping", node.start_mark,
+                                           "map merge requires map or sequence of maps as the value",
+                                           source.start_mark)
+                self.flatten_mapping(source)
+                entries.extend(source.value)
+        node.value = entries
 
 
 # YAML 1.1's value key `=` is a plain string to go-yaml; ruamel resolves it to a tag it cannot construct.
@@ -528,8 +782,11 @@ def load(data: bytes, path: str, *, duplicates: Literal["error", "last"] = "erro
     _check_bytes(data, path)
     # a tiny file is not scanned first, unless it holds what the scan refuses as kustomize does
     bounded = _plainly_bounded(data) and b"%" not in data and b"..." not in data
-    lines = _Lines(data, path, None if bounded else scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100))
     last_wins, pure = duplicates == "last", False
+    # a resource is read by go-yaml v3, a kustomization by v2: they differ on merge keys too (`scan`)
+    unique = not last_wins
+    lines = _Lines(data, path, None if bounded else scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100,
+                                                        unique_keys=unique))
     while True:
         try:
             values = _construct(data, last_wins, pure)
@@ -548,12 +805,12 @@ def load(data: bytes, path: str, *, duplicates: Literal["error", "last"] = "erro
                 raise _error(path, message, _mark_line(exc, data)) from None
             if pure:
                 raise _yaml_error(exc, data, path) from None
-            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100)  # refuses what go-yaml refuses
+            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100, unique_keys=unique)  # as go-yaml
             pure = True  # a ':' in a flow collection: the YAML 1.2 parser decides
         except YAMLError as exc:
             if pure:
                 raise _yaml_error(exc, data, path) from None
-            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100)
+            scan(data, path, max_nodes=MAX_LOAD_NODES, max_documents=100, unique_keys=unique)
             pure = True
         except RecursionError:  # pragma: no cover - MAX_DEPTH keeps us far from it
             raise _error(path, f"YAML nested more than {MAX_DEPTH} levels deep") from None

@@ -38,4 +38,19 @@ def plain_type(text: str) -> str:
     return "a string"
 
 
-__all__ = ["MAYBE_NOT_STRING", "plain_type"]
+# kustomize reads a kustomization's fields with YAML 1.1's booleans besides go-yaml v3's types
+# (measured: `namespace: on` and `namespace: 0o17` both fail "cannot unmarshal ... of type string")
+_YAML_1_1_BOOL = frozenset({"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
+                            "OFF"})
+
+
+def kustomization_type(text: str) -> str:
+    """What kustomize reads the plain scalar `text` of a kustomization as: 'a boolean', 'a number',
+    'null' or 'a string' (a timestamp stays its text)."""
+    if text in _YAML_1_1_BOOL:
+        return "a boolean"
+    what = plain_type(text)
+    return "a string" if what == "a timestamp" else what
+
+
+__all__ = ["MAYBE_NOT_STRING", "kustomization_type", "plain_type"]

@@ -14,7 +14,7 @@ from bot.flux.manifests import ParseCache
 from bot.repo.git import GitTree
 from bot.repo.worktree import FsTree
 from bot.yamlio import documents as yamlio
-from tests.conftest import deployment, git, pvc, write_files
+from tests.conftest import Kubectl, deployment, git, pvc, write_files
 
 KUSTOMIZE = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
 
@@ -402,3 +402,20 @@ def test_a_file_of_many_broken_documents_is_a_handful_of_findings(tmp_path: Path
     messages = [f.message for f in inventory.problems]
     assert len(messages) == 6
     assert "and 195 more documents that are not Kubernetes objects" in messages[-1]
+
+
+@pytest.mark.parametrize("namespace", ["on", "y", "0o17"])
+def test_a_unit_namespace_kustomize_reads_as_no_string_is_a_problem(tmp_path: Path, kubectl: Kubectl,
+                                                                    namespace: str) -> None:
+    # kustomize reads a kustomization with YAML 1.1's booleans: `namespace: on` stops the build
+    write_files(tmp_path, {
+        "apps/wave-0/kustomization.yaml": listing("app"),
+        "apps/wave-0/app/kustomization.yaml": f"resources: [d.yaml]\nnamespace: {namespace}\n",
+        "apps/wave-0/app/d.yaml": deployment("d"),
+    })
+    assert "cannot unmarshal" in kubectl(tmp_path / "apps/wave-0").stderr
+    inv = inventory(tmp_path)
+    assert inv.files == ()
+    assert [(p.code, p.path, p.line) for p in inv.problems] == [
+        ("invalid-manifest", "apps/wave-0/app/kustomization.yaml", 2)]
+    assert "Kustomization.namespace of type string" in inv.problems[0].message

@@ -1,16 +1,22 @@
 """bot.kustomize.repository: one reading of every kustomization, and the role of each file it names."""
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 
-from bot.kustomize.repository import Builds, read_kustomizations
+from bot.kustomize.files import read_kustomization
+from bot.kustomize.repository import Builds, applied_files, listed_files, read_kustomizations
 from bot.kustomize.spec import BuildError
+from bot.layout.units import wave_refs
 from bot.repo.tree import PlannedTree
 from bot.repo.worktree import FsTree
+from bot.yamlio import documents as yamlio
 
-from conftest import write_files
+from conftest import Kubectl, installed_tool, write_files
 
 FLUX = "kustomize.toolkit.fluxcd.io"
 
@@ -100,3 +106,99 @@ def test_builds_are_evaluated_once_per_tree_and_directory(repo: Path) -> None:
         with pytest.raises(BuildError, match="does not exist"):
             builds.build(tree, "clusters/broken")
     assert builds.evaluations == 3
+
+
+@pytest.mark.parametrize("kustomization", [
+    "resources: [a.yaml]\nresources: [b.yaml]\n",
+    "resources:\n- a.yaml\n- b.yaml\nnamespace: x\nresources:\n- c.yaml\n",
+    "resources: [a.yaml]\nresources: [b.yaml, c.yaml]\nresources: [c.yaml, a.yaml]\n",
+    "resources: [a.yaml, b.yaml]\nresources: [./c.yaml]\n",
+])
+def test_a_repeated_resources_key_lists_only_what_kustomize_builds(tmp_path: Path, kubectl: Kubectl,
+                                                                   kustomization: str) -> None:
+    # kustomize reads a kustomization with sigs.k8s.io/yaml: the last `resources:` replaces the others
+    files = {f"w/{n}.yaml": f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\n" for n in "abc"}
+    write_files(tmp_path, {**files, "w/kustomization.yaml": kustomization})
+    built = kubectl(tmp_path / "w")
+    assert built.returncode == 0, built.stderr
+    names = sorted(re.findall(r"^  name: (\w+)$", built.stdout, re.MULTILINE))
+    tree = FsTree(str(tmp_path))
+    assert sorted(f.removeprefix("w/").removesuffix(".yaml") for f in applied_files(tree, "w")) == names
+    assert sorted(n.removesuffix(".yaml") for n in listed_files(tree, "w/kustomization.yaml")) == names
+    assert sorted(n.removesuffix(".yaml") for n in wave_refs(tree, "w/kustomization.yaml")) == names
+
+
+KUSTOMIZATION_FIELDS = {
+    "namespace": "resources: [a.yaml]\nnamespace: {}\n",
+    "resources": "resources: [a.yaml, {}]\n",
+    "commonLabels": "resources: [a.yaml]\ncommonLabels: {{a: {}}}\n",
+    "labels": "resources: [a.yaml]\nlabels:\n- pairs: {{a: {}}}\n",
+    "patch target": "resources: [a.yaml]\npatches:\n- path: p.yaml\n  target: {{name: {}}}\n",
+    "kind": "resources: [a.yaml]\nkind: {}\n",
+}
+SPELLINGS = ["yes", "on", "y", "No", "OFF", "0o17", "1e3", "0755", "12", ".5", "null", "2001-12-14", "'on'", '"y"',
+             "!!str on", "a:b", "Kustomization"]
+
+
+def test_a_kustomization_string_field_kustomize_reads_as_a_boolean_or_number_is_refused_as_kustomize_does(
+        tmp_path: Path) -> None:
+    # kustomize reads a kustomization with YAML 1.1's booleans (`on`, `y`) besides YAML 1.2's numbers;
+    # only that refusal is compared (wave-bot's read does not look for the listed files)
+    kubectl = str(installed_tool("kubectl"))
+    cases = [(field, value) for field in KUSTOMIZATION_FIELDS for value in SPELLINGS]
+    for i, (field, value) in enumerate(cases):
+        write_files(tmp_path, {
+            f"c{i}/kustomization.yaml": KUSTOMIZATION_FIELDS[field].format(value),
+            f"c{i}/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+            f"c{i}/p.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {p: 'y'}\n",
+        })
+    tree, disagree, refused = FsTree(str(tmp_path)), [], 0
+    for start in range(0, len(cases), 8):
+        batch = range(start, min(start + 8, len(cases)))
+        running = [(i, subprocess.Popen([kubectl, "kustomize", str(tmp_path / f"c{i}")], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, text=True)) for i in batch]
+        for i, process in running:
+            theirs = process.communicate()[1].strip().rpartition("invalid Kustomization: ")[2]
+            try:
+                read_kustomization(tree, f"c{i}/kustomization.yaml")
+                ours = "builds"
+            except BuildError as exc:
+                ours = exc.message
+            refused += "cannot unmarshal" in theirs
+            if ("cannot unmarshal" in theirs) != ("cannot unmarshal" in ours) or theirs.startswith("json: ") \
+                    and f"({theirs})" not in ours:
+                disagree.append(f"{cases[i]}: wave-bot: {ours}; kubectl: {theirs}")
+    assert not disagree, "\n".join(disagree)
+    assert refused >= 40
+
+
+@pytest.mark.parametrize("kustomization", [
+    "<<: {namespace: m}\n",
+    "namespace: w\n<<: {namespace: m}\n",
+    "<<: {namespace: m}\nnamespace: w\n",
+    "commonLabels: {x: w, <<: {x: one}}\n",
+    "commonLabels: {<<: {x: one}, x: w}\n",
+    "commonLabels:\n  <<: [{x: one}, {x: two, z: two}]\n",
+    "commonLabels:\n  <<: {a: b, x: one}\n  <<: {c: d, x: two}\n",
+    "commonAnnotations: &a {x: '1'}\ncommonLabels:\n  <<: [{x: one}, *a]\n",
+    "commonLabels:\n  <<: {x: one, <<: {x: nested, z: nested}}\n",
+    "commonLabels:\n  <<: 5\n",
+    "commonLabels:\n  <<: [[{x: one}]]\n",
+    "commonAnnotations: {s: &s str}\ncommonLabels:\n  <<: [*s]\n",
+])
+def test_a_kustomization_applies_each_merge_key_where_it_stands_as_kustomize_does(
+        tmp_path: Path, kubectl: Kubectl, kustomization: str) -> None:
+    # go-yaml v2 behind sigs.k8s.io/yaml: unlike in a resource, a merge overrides the keys before it
+    write_files(tmp_path, {"k/kustomization.yaml": "resources: [a.yaml]\n" + kustomization,
+                           "k/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"})
+    built = kubectl(tmp_path / "k")
+    tree = FsTree(str(tmp_path))
+    if built.returncode != 0:
+        with pytest.raises(BuildError, match="map merge requires map or sequence of maps as the value"):
+            read_kustomization(tree, "k/kustomization.yaml")
+        return
+    metadata = YAML(typ="safe", pure=True).load(built.stdout)["metadata"]
+    value = read_kustomization(tree, "k/kustomization.yaml").value
+    assert (value.get("namespace"), value.get("commonLabels")) == (metadata.get("namespace"), metadata.get("labels"))
+    (doc,) = yamlio.scan(tree.read("k/kustomization.yaml"), "k.yaml", capture=lambda p: True)
+    assert doc.scalars.get(("namespace",)) == metadata.get("namespace")

@@ -197,3 +197,74 @@ def test_a_repeated_key_at_any_depth_is_refused_as_go_yaml_words_it(data: bytes,
 def test_load_can_keep_the_last_value_of_a_repeated_key_as_sigs_k8s_io_yaml_does() -> None:
     value = yamlio.load(b"a: 1\nb: {c: 1, c: 2}\na: 3\n", "f.yaml", duplicates="last")[0].value
     assert value == {"a": 3, "b": {"c": 2}}
+
+
+@pytest.mark.parametrize("data, line, first, key", [
+    (b"a: &a k\nm:\n  *a : 1\n  *a : 2\n", 4, 3, "k"),
+    (b"a: &a k\nm:\n  *a : 1\n  k: 2\n", 4, 3, "k"),
+    (b"a: &a {x: 1}\nm:\n  *a : 1\n  *a : 2\n", 4, 3, ""),
+    (b"m:\n  ? [a]\n  : 1\n  ? [b]\n  : 2\n", 4, 2, ""),
+])
+def test_a_repeated_alias_or_collection_key_is_named_as_go_yaml_names_it(data: bytes, line: int, first: int,
+                                                                         key: str) -> None:
+    # go-yaml compares an alias key by the scalar it names, and every list or mapping key as ""
+    with pytest.raises(yamlio.RepeatedKey) as exc:
+        yamlio.scan(data, "f.yaml", unique_keys=True)
+    assert (exc.value.line, exc.value.message) == (line, f'mapping key "{key}" already defined at line {first}')
+
+
+@pytest.mark.parametrize("data, line", [(b"m:\n  ? [a]\n  : 1\n", 2), (b"a: &a {x: 1}\nm:\n  *a : 1\n", 3),
+                                        (b"m:\n  ? [a]\n  : 1\n  ? {b: c}\n  : 2\n", 2)])  # not the same kind
+def test_a_collection_as_a_key_of_an_object_is_refused(data: bytes, line: int) -> None:
+    # kubectl: "invalid map key: []interface {}{"a"}" (an object is read into a map of strings)
+    with pytest.raises(WaveBotError) as exc:
+        yamlio.scan(data, "f.yaml", unique_keys=True)
+    assert (exc.value.line, exc.value.message, exc.value.hint) == (
+        line, "invalid map key: a list or mapping used as a mapping key", "write the key as a plain string")
+    yamlio.scan(data, "f.yaml")  # a kustomization's: sigs.k8s.io/yaml reads it
+
+
+def _identity(data: bytes) -> dict[yamlio.Path, str]:
+    (doc,) = yamlio.scan(data, "f.yaml", capture=lambda p: p[0] in ("kind", "metadata"), unique_keys=True)
+    return dict(doc.scalars)
+
+
+def test_merge_keys_and_aliases_are_read_as_kustomize_expands_them() -> None:
+    # measured with kubectl kustomize: a key written in the mapping wins, in a list the first mapping wins
+    assert _identity(b"x: &a {kind: Secret, metadata: {name: s}}\nkind: ConfigMap\n<<: *a\n") == {
+        ("kind",): "ConfigMap", ("metadata", "name"): "s"}
+    assert _identity(b"a: &a {name: a1}\nb: &b {name: b1, namespace: nb}\nmetadata:\n  <<: [*a, *b]\n") == {
+        ("metadata", "name"): "a1", ("metadata", "namespace"): "nb"}
+    assert _identity(b"k: &k Secret\nkind: *k\nmetadata: &m {name: s}\n") == {
+        ("kind",): "Secret", ("metadata", "name"): "s"}
+    assert _identity(b"metadata:\n  !!merge <<: {name: tagged}\n") == {("metadata", "name"): "tagged"}
+    assert _identity(b"metadata:\n  '<<': {name: quoted}\n") == {("metadata", "<<", "name"): "quoted"}
+
+
+@pytest.mark.parametrize("value, line, problem", [
+    ("5", 3, "map merge requires map or sequence of maps as the value"),
+    ("~", 3, "map merge requires map or sequence of maps as the value"),
+    ("*s", 3, "invalid map merge: received alias for a non-map value"),
+    ("[{a: 1}, 5]", 3, "map merge requires map or sequence of maps as the value"),
+    ("[[{a: 1}]]", 3, "invalid map merge: received a nested sequence"),
+])
+def test_a_merge_of_anything_but_mappings_is_refused_as_kustomize_words_it(value: str, line: int,
+                                                                           problem: str) -> None:
+    data = f"s: &s text\nmetadata:\n  <<: {value}\n  name: c\n".encode()
+    v2 = "map merge requires map or sequence of maps as the value"  # a kustomization's: one word for all
+    for read, expected in [(lambda: yamlio.scan(data, "f.yaml", unique_keys=True), problem),
+                           (lambda: yamlio.load(data, "f.yaml"), problem),
+                           (lambda: yamlio.scan(data, "f.yaml"), v2),
+                           (lambda: yamlio.load(data, "f.yaml", duplicates="last"), v2)]:
+        with pytest.raises(WaveBotError) as exc:
+            read()
+        assert (exc.value.path, exc.value.line, exc.value.message) == ("f.yaml", line, f"invalid YAML: {expected}")
+        assert exc.value.hint == "merge a mapping (`<<: {k: v}`, `<<: *anchor` of a mapping) or a list of them"
+
+
+def test_a_repeated_key_of_a_kustomization_keeps_only_its_last_value() -> None:
+    # kustomize reads a kustomization with sigs.k8s.io/yaml: a second `resources:` replaces the first
+    (doc,) = yamlio.scan(b"resources:\n- a.yaml\n- b.yaml\nnamespace: x\nresources:\n- c.yaml\n", "k.yaml",
+                         capture=lambda p: True)
+    assert doc.scalars == {("resources", 0): "c.yaml", ("namespace",): "x"}
+    assert doc.line(("resources", 0)) == 6
