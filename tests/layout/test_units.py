@@ -183,6 +183,27 @@ def test_a_deleted_unit_directory_is_named_not_another_with_the_same_file_name(
     assert gone["message"].startswith("apps/wave-2/media/radarr/app.yaml is deleted in this change")
 
 
+def test_unit_directories_moved_out_of_their_waves_are_the_same_units_moved_back(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # `git mv` of a unit leaves the folder it was in, empty, on disk (git tracks no empty directory,
+    # so no checkout Flux or the bot makes has it): that is no unplaced unit.
+    repo = dir_repo(make_repo)
+    split_and_commit(repo, capsys)
+    deployed = snapshot(repo / "apps")
+    (repo / "apps/media").mkdir()
+    for name, wave in (("sonarr", 1), ("radarr", 2)):
+        git(repo, "mv", f"apps/wave-{wave}/media/{name}", f"apps/media/{name}")
+    git(repo, "mv", "apps/wave-0/postgres", "apps/postgres")
+    assert (repo / "apps/wave-1/media").is_dir() and not any((repo / "apps/wave-1/media").iterdir())
+    code, out = run(repo, capsys, "apply", "--base", "HEAD")
+    assert codes(out) == [("chain-gating", "info")]
+    assert sorted((c["from"], c["path"]) for c in out["changes"]) == [
+        ("apps/media/radarr", "apps/wave-2/media/radarr"), ("apps/media/sonarr", "apps/wave-1/media/sonarr"),
+        ("apps/postgres", "apps/wave-0/postgres")]
+    assert {k: v for k, v in snapshot(repo / "apps").items()} == deployed  # byte for byte where they were
+    assert code == 0 and run(repo, capsys, "check", "--base", "HEAD")[0] == 0
+
+
 def test_sops_files_inside_a_unit_directory_need_decryption(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
     secret = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: media\nsops:\n  version: 3.9.0\n"
