@@ -140,7 +140,7 @@ def test_a_unit_directory_moving_later_is_judged_on_its_build(
     capsys.readouterr()
     main(["plan", str(repo), "--base", "HEAD", "--format", "markdown"])
     report = capsys.readouterr().out
-    assert "| `postgres` | wave 0 | wave 1 |" in report  # a move, not a unit new to the waves
+    assert "| `postgres/` | wave 0 | wave 1 |" in report  # a move, not a unit new to the waves
     moved = [f for f in out["findings"] if f["code"] == "later-wave-move"]
     # The claim is in namespace db (the directory's kustomization), not the one its file names.
     assert [(f["severity"], f["resource"]) for f in moved if "PersistentVolumeClaim" in f["resource"]] == [
@@ -237,6 +237,40 @@ def test_the_dir_per_app_example_is_clean_and_builds(kubectl: Kubectl, capsys: p
                                                            if k == "Kustomization"}
     for n in range(3):
         assert kubectl(example / f"apps/wave-{n}").returncode == 0
+
+
+def example_repo_of(make_repo: Callable[..., Path], extra: dict[str, str]) -> Path:
+    return make_repo({**{str(p.relative_to(DIR_EXAMPLE)): p.read_bytes() for p in DIR_EXAMPLE.rglob("*")
+                         if p.is_file()}, **extra})
+
+
+def test_reports_show_directory_units_as_directories_and_name_no_catalog_it_lacks(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["plan", str(DIR_EXAMPLE)]) == 0
+    text = capsys.readouterr().out
+    assert "0     postgres    postgres/\n      redis       redis/\n1     jellyfin    jellyfin/\n" in text
+    assert "the wave layout matches the dependencies in .wave-bot.yaml.\n" in text  # it has no catalog
+    assert main(["plan", str(DIR_EXAMPLE), "--format", "markdown"]) == 0
+    assert "| 1 | `jellyfin` | `jellyfin/` |" in capsys.readouterr().out
+
+
+def test_an_unplaced_unit_without_a_catalog_is_declared_in_the_dependencies(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    repo = example_repo_of(make_repo, {"apps/wave-1/media/mystery/app.yaml": deployment("mystery", "media"),
+                                       "apps/wave-1/media/notes.yaml": deployment("notes", "media")})
+    _, out = run(repo, capsys, "plan")
+    unplaced = {f["path"]: f for f in out["findings"] if f["code"] == "unplaced-file"}
+    mystery = unplaced["apps/wave-1/media/mystery"]
+    assert mystery["message"].startswith("apps/wave-1/media/mystery: no unit in the dependencies of .wave-bot.yaml "
+                                         "owns this directory, so wave-bot cannot place it; it stays in wave 1. To "
+                                         "place it, declare 'mystery' under dependencies in .wave-bot.yaml")
+    assert mystery["fix"] == "# in .wave-bot.yaml: list what it needs\ndependencies:\n  mystery: []\n"
+    # A file in a grouping folder is no unit, whatever its name: only moving it into one places it.
+    notes = unplaced["apps/wave-1/media/notes.yaml"]
+    assert notes["message"].endswith("A file in a grouping folder is no unit: move it into the directory of the unit "
+                                     "that needs it (git mv apps/wave-1/media/notes.yaml apps/wave-1/media/<unit>/)")
+    assert notes.get("fix") is None
 
 
 LEGACY = """---
