@@ -174,6 +174,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     generated = _generated(tree, files, (*waves, *sides), template, config)
     writes = _writes(tree, generated)
     retired = _retire(tree, config, cutover, waves, fix_overlays) if cutover is not None else []
+    if cutover is not None:  # the grouping folders' kustomizations go with the apps directory's
+        retired += [Change("delete", path) for path in lifecycle.group_kustomizations(tree, config, files)]
     # What Flux will apply once this lands, and (against the base) what it will delete.
     pending = [*moves, *writes, *retired]
     # With nothing to change (the steady state of most bot runs) what Flux applies once this lands

@@ -334,3 +334,85 @@ def test_the_cutover_splits_a_directory_per_app_tier(
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "step 2: the split")
     assert run(repo, capsys, "check", "--base", "HEAD~1")[0] == 0
+
+
+def child_kustomization(name: str, path: str) -> str:
+    return (f"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n"
+            f"  namespace: flux-system\nspec:\n  interval: 1h\n  path: {path}\n  prune: true\n"
+            "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+
+
+def grouped_repo(make_repo: Callable[..., Path], files: dict[str, str], without: tuple[str, ...] = ()) -> Path:
+    """The cluster-template shape, one grouping folder per namespace, each with its own kustomization:
+    `apps/<group>/<name>/` holds a child Flux Kustomization `ks.yaml` and the `app/` it applies.
+    Released for the cutover (step 1 deployed), so `apply` makes the split."""
+    units = {"media/sonarr": "sonarr", "media/radarr": "radarr", "db/postgres": "postgres"}
+    tree: dict[str, str | bytes] = {
+        **base_without_waves(), "clusters/base/apps.yaml": LEGACY.replace("prune: true", "prune: false"),
+        ".wave-bot.yaml": "root_depends_on: [infrastructure]\n"
+                          "dependencies:\n  postgres: []\n  sonarr: [postgres]\n  radarr: [sonarr]\n",
+    }
+    for unit, name in units.items():
+        tree[f"apps/{unit}/ks.yaml"] = child_kustomization(name, f"./apps/{unit}/app")
+        tree[f"apps/{unit}/app/kustomization.yaml"] = KUSTOMIZE + "resources:\n  - pvc.yaml\n"
+        tree[f"apps/{unit}/app/pvc.yaml"] = pvc(f"{name}-data", unit.split("/")[0])
+        tree[f"apps/{unit}/kustomization.yaml"] = KUSTOMIZE + "resources:\n  - ks.yaml\n"
+    for group in ("media", "db"):
+        tree[f"apps/{group}/kustomization.yaml"] = KUSTOMIZE + "resources:\n" + "".join(
+            f"  - ./{unit.split('/')[1]}\n" for unit in sorted(units) if unit.startswith(group))
+    base = tree["clusters/base/kustomization.yaml"]
+    assert isinstance(base, str)
+    tree["clusters/base/kustomization.yaml"] = base + "  - apps.yaml\n"
+    return make_repo({k: v for k, v in {**tree, **files}.items() if k not in without})
+
+
+def test_the_cutover_replaces_the_grouping_folders_kustomizations(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, tmp_path: Path) -> None:
+    repo = grouped_repo(make_repo, {})
+    # What `apps` applies: Flux generates its kustomization (every group folder, each one entry).
+    legacy_dir = tmp_path / "legacy"
+    shutil.copytree(repo / "apps", legacy_dir)
+    write_files(legacy_dir, {"kustomization.yaml": KUSTOMIZE + "resources:\n  - db\n  - media\n"})
+    legacy = built_documents(kubectl, legacy_dir)
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and [f["code"] for f in out["findings"] if f["severity"] == "error"] == []
+    deleted = [c["path"] for c in out["changes"] if c["action"] == "delete"]
+    assert deleted == ["clusters/base/apps.yaml", "apps/db/kustomization.yaml", "apps/media/kustomization.yaml"]
+    # Nothing is left of the grouping folders: no file lists directories that moved away.
+    assert [p for p in (repo / "apps").rglob("*")
+            if p.is_file() and not p.relative_to(repo / "apps").parts[0].startswith("wave-")] == []
+    after = sorted(d for n in range(3) for d in built_documents(kubectl, repo / f"apps/wave-{n}"))
+    assert after == legacy and len(after) == 3  # each wave applies its units' child Kustomizations, once
+    assert kubectl(repo / "clusters/dev").returncode == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "step 2: the split")
+    assert run(repo, capsys, "check", "--base", "HEAD~1")[0] == 0
+
+
+@pytest.mark.parametrize(("files", "expected"), [
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "namespace: media\nresources:\n  - ./sonarr\n  - ./radarr\n"},
+     ["apps/media/kustomization.yaml:3: sets namespace, which applies to every unit in apps/media/; the cutover "
+      "replaces this file: each wave's kustomization lists the unit directories themselves, so namespace would no "
+      "longer apply", "hint: move namespace into the own kustomization.yaml of each unit in apps/media/"]),
+    # cluster-template's shape: the group applies only ks.yaml of a unit without a kustomization, while
+    # its wave would apply all of it (the child's app/ too, so every object twice)
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr/ks.yaml\n  - ./radarr\n",
+      "without": "apps/media/sonarr/kustomization.yaml"},
+     ["apps/media/kustomization.yaml:3: lists ks.yaml of sonarr/, and its wave will list app, ks.yaml",
+      "hint: give apps/media/sonarr/ its own kustomization.yaml listing ks.yaml"]),
+    ({"apps/db/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./postgres\n  - ../../infrastructure\n"},
+     ["apps/db/kustomization.yaml:5: lists ../../infrastructure, which is in no unit of apps/db/"]),
+], ids=["namespace", "part-of-a-unit", "outside"])
+def test_a_grouping_kustomization_the_split_would_change_is_an_input_error(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], files: dict[str, str],
+        expected: list[str]) -> None:
+    files = dict(files)
+    without = files.pop("without", "")
+    repo = grouped_repo(make_repo, files, (without,))
+    before = snapshot(repo)
+    capsys.readouterr()
+    assert main(["apply", str(repo), "--base", "HEAD", "--fix-overlays"]) == 2
+    err = capsys.readouterr().err
+    for text in expected:
+        assert text in err, err
+    assert snapshot(repo) == before
