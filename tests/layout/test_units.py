@@ -6,6 +6,7 @@ kustomize` (a directory without a kustomization built as kustomize-controller ge
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -375,14 +376,27 @@ def test_the_cutover_replaces_the_grouping_folders_kustomizations(
     write_files(legacy_dir, {"kustomization.yaml": KUSTOMIZE + "resources:\n  - db\n  - media\n"})
     legacy = built_documents(kubectl, legacy_dir)
     code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
-    assert code == 0 and [f["code"] for f in out["findings"] if f["severity"] == "error"] == []
     deleted = [c["path"] for c in out["changes"] if c["action"] == "delete"]
     assert deleted == ["clusters/base/apps.yaml", "apps/db/kustomization.yaml", "apps/media/kustomization.yaml"]
+    # Each child's spec.path named its app/ where the unit was: the one error, with the path to set.
+    errors = {f["path"]: f for f in out["findings"] if f["severity"] == "error"}
+    assert code == 0 and {p: f["code"] for p, f in errors.items()} == {
+        f"apps/wave-{n}/{unit}/ks.yaml": "tier-path-moved"
+        for n, unit in ((0, "db/postgres"), (1, "media/sonarr"), (2, "media/radarr"))}
+    sonarr = errors["apps/wave-1/media/sonarr/ks.yaml"]
+    assert sonarr["message"].startswith("sonarr: its spec.path ./apps/media/sonarr/app is a directory at base, and "
+                                        "this change moves it away (to ./apps/wave-1/media/sonarr/app)")
+    assert sonarr["fix"] == "# in apps/wave-1/media/sonarr/ks.yaml:\nspec:\n  path: ./apps/wave-1/media/sonarr/app\n"
+    for path, finding in errors.items():
+        new = finding["fix"].rsplit("path: ", 1)[1].strip()
+        ks = repo / path
+        ks.write_text(re.sub(r"path: \S+", f"path: {new}", ks.read_text()))
     # Nothing is left of the grouping folders: no file lists directories that moved away.
     assert [p for p in (repo / "apps").rglob("*")
             if p.is_file() and not p.relative_to(repo / "apps").parts[0].startswith("wave-")] == []
     after = sorted(d for n in range(3) for d in built_documents(kubectl, repo / f"apps/wave-{n}"))
-    assert after == legacy and len(after) == 3  # each wave applies its units' child Kustomizations, once
+    assert len(after) == 3  # each wave applies its units' child Kustomizations, once: apps' three, repathed
+    assert [re.sub(r"path: \S+", "", d) for d in after] == [re.sub(r"path: \S+", "", d) for d in legacy]
     assert kubectl(repo / "clusters/dev").returncode == 0
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "step 2: the split")
