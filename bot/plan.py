@@ -306,8 +306,13 @@ def _release_plan(
     changes = (release,) if release is not None else ()
     staying = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
     deepest = max((f.target_wave for f in files if isinstance(f.target_wave, int)), default=None)
-    findings = [*_placement_findings(staying, graph, config),
-                lifecycle.step_1_finding(cutover, here, config, deepest)]
+    step_1 = lifecycle.step_1_finding(cutover, here, config, deepest)
+    try:  # what would stop step 2 is said now, while step 1 waits to be deployed
+        lifecycle.group_kustomizations(tree, config, files)
+    except WaveBotError as exc:
+        step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop at {exc.location()}: "
+                                                     f"{exc.message}; {exc.hint}")
+    findings = [*_placement_findings(staying, graph, config), step_1]
     placed = [dataclasses.replace(f, path=f.target, wave=f.target_wave) for f in files]
     split_sides = tuple(sorted({f.target_wave for f in files if isinstance(f.target_wave, Side)}))
     split = Plan(config, graph, tuple(placed), tuple(range(deepest + 1)) if deepest is not None else (), (), (),

@@ -430,3 +430,17 @@ def test_a_grouping_kustomization_the_split_would_change_is_an_input_error(
     for text in expected:
         assert text in err, err
     assert snapshot(repo) == before
+
+
+def test_step_1_says_what_will_stop_step_2(make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    repo = grouped_repo(make_repo, {
+        "clusters/base/apps.yaml": LEGACY,  # deployed with prune: true: step 1
+        "apps/media/kustomization.yaml": KUSTOMIZE + "namespace: media\nresources:\n  - ./sonarr\n  - ./radarr\n"})
+    code, out = run(repo, capsys, "apply", "--base", "HEAD")
+    assert code == 0 and [c["path"] for c in out["changes"]] == ["clusters/base/apps.yaml"]
+    (step,) = [f for f in out["findings"] if f["code"] == "cutover-step-1"]
+    assert step["message"].endswith(
+        "Step 2 will stop at apps/media/kustomization.yaml:3: sets namespace, which applies to every unit in "
+        "apps/media/; the cutover replaces this file: each wave's kustomization lists the unit directories themselves, "
+        "so namespace would no longer apply; move namespace into the own kustomization.yaml of each unit in "
+        "apps/media/ that needs it (a unit directory may have one), keep only resources here, then run wave-bot again")
