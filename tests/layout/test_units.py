@@ -383,6 +383,7 @@ def test_the_cutover_replaces_the_grouping_folders_kustomizations(
     assert code == 0 and {p: f["code"] for p, f in errors.items()} == {
         f"apps/wave-{n}/{unit}/ks.yaml": "tier-path-moved"
         for n, unit in ((0, "db/postgres"), (1, "media/sonarr"), (2, "media/radarr"))}
+    assert not [f for f in out["findings"] if f["code"] == "tier-not-checked"]  # the error says it
     sonarr = errors["apps/wave-1/media/sonarr/ks.yaml"]
     assert sonarr["message"].startswith("sonarr: its spec.path ./apps/media/sonarr/app is a directory at base, and "
                                         "this change moves it away (to ./apps/wave-1/media/sonarr/app)")
