@@ -246,7 +246,8 @@ def _extra_unit(item: Any, path: str, info: yamlio.DocInfo, index: int) -> Extra
     if not isinstance(files, list) or not all(
         isinstance(f, str) and "/" not in f and f not in ("", ".", "..") for f in files
     ):
-        raise _bad(f"extra_units[{name}].files", "a list of file names (no directories)", path, line)
+        raise _bad(f"extra_units[{name}].files", "a list of file or directory names, without a path (no '/')",
+                   path, line)
     return ExtraUnit(name=str(name), anchor=anchor, above=above, files=tuple(files), line=line)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -174,6 +175,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     generated = _generated(tree, files, (*waves, *sides), template, config)
     writes = _writes(tree, generated)
     retired = _retire(tree, config, cutover, waves, fix_overlays) if cutover is not None else []
+    if cutover is not None:  # the grouping folders' kustomizations go with the apps directory's
+        retired += [Change("delete", path) for path in lifecycle.group_kustomizations(tree, config, files)]
     # What Flux will apply once this lands, and (against the base) what it will delete.
     pending = [*moves, *writes, *retired]
     # With nothing to change (the steady state of most bot runs) what Flux applies once this lands
@@ -305,8 +308,13 @@ def _release_plan(
     changes = (release,) if release is not None else ()
     staying = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
     deepest = max((f.target_wave for f in files if isinstance(f.target_wave, int)), default=None)
-    findings = [*_placement_findings(staying, graph, config),
-                lifecycle.step_1_finding(cutover, here, config, deepest)]
+    step_1 = lifecycle.step_1_finding(cutover, here, config, deepest)
+    try:  # what would stop step 2 is said now, while step 1 waits to be deployed
+        lifecycle.group_kustomizations(tree, config, files)
+    except WaveBotError as exc:
+        step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop at {exc.location()}: "
+                                                     f"{exc.message}; {exc.hint}")
+    findings = [*_placement_findings(staying, graph, config), step_1]
     placed = [dataclasses.replace(f, path=f.target, wave=f.target_wave) for f in files]
     split_sides = tuple(sorted({f.target_wave for f in files if isinstance(f.target_wave, Side)}))
     split = Plan(config, graph, tuple(placed), tuple(range(deepest + 1)) if deepest is not None else (), (), (),
@@ -382,13 +390,21 @@ def _unplaced_fix(file: AppFile, graph: WaveGraph, config: Config, taken: frozen
         renames = [r for r in (f"{node}/" for node in matches) if r.rstrip("/") not in taken][:1] or ["<node>/"]
     else:
         renames = [r for r in (f"{node}{suffix}{ending}" for node in matches) if r not in taken][:1]
+    if not file.is_dir and file.listed(config) != file.name:
+        # In a grouping folder only directories are units: no name or definition places this file.
+        return (f"A file in a grouping folder is no unit: move it into the directory of the unit that needs it "
+                f"(git mv {file.path} {posixpath.dirname(file.path)}/<unit>/)", None)
     ways = [f"rename it after the node it belongs to ({renames[0]})"] if renames else []
     ways.append(f"list it in an extra unit's files: in {config.source}")
+    declared = graph.declared_in(config)
     if is_dns_label(name):
-        ways.insert(0, f"add the ServiceDefinition {config.catalog_dir}/{name}.yaml below")
+        ways.insert(0, f"declare '{name}' under dependencies in {declared} (with what it needs)" if declared
+                    else f"add the ServiceDefinition {config.catalog_dir}/{name}.yaml below")
     how = "To place it, " + (f"{', '.join(ways[:-1])}, or {ways[-1]}" if len(ways) > 1 else ways[0])
     if not is_dns_label(name):
         return how, None
+    if declared:
+        return how, f"# in {declared}: list what it needs\ndependencies:\n  {name}: []\n"
     return (how,
             f"# create {config.catalog_dir}/{name}.yaml:\n# (apiVersion as in your other catalog files)\n"
             f"kind: ServiceDefinition\nmetadata:\n  name: {name}\nspec:\n  dependencies: []\n")
@@ -400,13 +416,17 @@ def _placement_findings(files: list[AppFile], graph: WaveGraph, config: Config) 
     for file in files:
         if file.node is not None:
             continue
-        where = f"stays in wave {file.wave}" if file.wave is not None else f"stays directly in {config.apps_dir}/"
+        folder = posixpath.dirname(file.path)
+        where = (f"stays in wave {file.wave}" if file.wave is not None else f"stays directly in {config.apps_dir}/"
+                 if folder == config.apps_dir else f"stays in {folder}/")
         what = "directory" if file.is_dir else "file"
         how, fix = _unplaced_fix(file, graph, config, taken)
+        declared = graph.declared_in(config)
+        nodes = f"unit in the dependencies of {declared}" if declared else "catalog node"
         findings.append(Finding(
             code="unplaced-file",
             severity="error",
-            message=f"{file.path}: no catalog node owns this {what}, so wave-bot cannot place it; it {where}. {how}",
+            message=f"{file.path}: no {nodes} owns this {what}, so wave-bot cannot place it; it {where}. {how}",
             path=file.path,
             wave=file.wave,
             fix=fix,

@@ -18,6 +18,10 @@ A wave applies objects; two kinds of them own more objects in turn, and deleting
   templates the claim), or an object of a stateful kind written in the values (`extraObjects` and
   the like); `stateful_kinds` naming `HelmRelease` makes every release stateful (`bot.checks.deletes`).
 
+A tier that is not a wave may apply owners too (a child defined outside the clusters directory, a
+HelmRelease): deleting one of those (`bot.checks.deletes.tier_owner_findings`) or moving it between
+tiers has the same cascade.
+
 The spec used is the one deployed at base: the owner is deleted before the change's spec of it
 could apply. What cannot be evaluated (a path outside the repository, another source, a build
 wave-bot does not follow, values from ConfigMaps or Secrets) is said on the finding, never guessed.
@@ -317,15 +321,19 @@ def _deletes_owner(finding: Finding) -> bool:
 
 def with_cascades(findings: Sequence[Finding], tree: Tree, base: Inventory, config: Config) -> list[Finding]:
     """`findings`, each one that deletes an owner (of `base`, read from the base `tree`) telling its cascade."""
-    by_str = {str(rid): found for rid, found in base.by_id.items()}
+    # The waves' objects, and the owners a tier that is not a wave applies (a child, a release).
+    by_str: dict[str, tuple[ResourceId, str, Slot | None]] = {
+        str(rid): (found[0].id, found[0].path, found[0].wave) for rid, found in base.by_id.items()}
+    for other in base.others:
+        by_str.setdefault(str(other.id), (other.id, other.path, None))
     out: list[Finding] = []
     namespaces: list[Finding] = []
     for finding in findings:
         found = by_str.get(finding.resource or "")
-        if not found or not is_owner(found[0].id) or not _deletes_owner(finding):
+        if not found or not is_owner(found[0]) or not _deletes_owner(finding):
             out.append(finding)
             continue
-        cascade = cascade_of(tree, found[0].path, found[0].id, config, found[0].wave)
+        cascade = cascade_of(tree, found[1], found[0], config, found[2])
         if cascade is None:
             out.append(finding)
             continue

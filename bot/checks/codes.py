@@ -82,6 +82,8 @@ CODES: tuple[Code, ...] = (
     Code("depends-on-missing", "error", "a Flux Kustomization `dependsOn` one no entrypoint applies: never Ready"),
     Code("depends-on-cycle", "error", "a `dependsOn` cycle: none of its tiers ever starts"),
     Code("tier-not-checked", "info", "wave-bot cannot build a tier's pass: its CRDs and substitutions are not checked"),
+    Code("tier-path-moved", "error",
+         "(with `--base`) a Flux Kustomization's `spec.path` names a directory this change moves away: never Ready"),
     Code("depends-on-namespace", "error",
          "a `dependsOn` entry without `namespace` names a Kustomization only another namespace has"),
     Code("crd-same-pass-as-creator", "error",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.checks.removal import ListItem
@@ -25,6 +25,8 @@ from bot.config import Config
 from bot.errors import WaveBotError
 from bot.flux.inventory import FluxKustomization, Inventory, OwnedResource, source_dir
 from bot.flux.vocabulary import PRUNE_DISABLED, PRUNE_KEY
+from bot.layout import units as unitfs
+from bot.layout.placement import AppFile
 from bot.model import Change, Finding
 from bot.repo.tree import Tree
 from bot.yamlio import documents as yamlio
@@ -139,6 +141,75 @@ def only_patches_for(data: bytes, path: str, name: str) -> bool:
     )
 
 
+_LISTING_KEYS = ("apiVersion", "kind", "resources")
+
+
+def group_kustomizations(tree: Tree, config: Config, files: Sequence[AppFile]) -> list[str]:
+    """Cutover step 2: the grouping folders' own kustomizations, which the split replaces.
+
+    Each wave's kustomization lists the unit directories themselves (`<group>/<name>`), so a grouping
+    folder's kustomization left behind would list directories that moved (it no longer builds), and
+    listing the folder instead would apply its units twice. It goes with `apps/kustomization.yaml`,
+    but only when removing it changes nothing Flux applies: it may only list its units as their waves
+    will. Anything else it does (a `namespace`, patches, components, part of a unit's files) would be
+    lost or applied anew, so that is an input error naming the line, to move into the units first.
+    """
+    units_in: dict[str, dict[str, AppFile]] = {}
+    for file in files:
+        folder = posixpath.dirname(file.path)
+        if file.is_dir and file.node is not None and file.wave is None and folder != config.apps_dir:
+            units_in.setdefault(folder, {})[file.name] = file
+    out = []
+    for folder, units in sorted(units_in.items()):
+        own = unitfs.own_kustomization(tree, folder)
+        if own is not None:
+            _check_group_listing(tree, own, units)
+            out.append(own)
+    return out
+
+
+def _check_group_listing(tree: Tree, path: str, units: Mapping[str, AppFile]) -> None:
+    folder = posixpath.dirname(path)
+    doc = yamlio.load_one(tree.read(path), path)
+    value = doc.value if doc is not None else None
+    if doc is None or not isinstance(value, dict):
+        return  # kustomize refuses it, and so did the legacy build
+    replaced = ("the cutover replaces this file: each wave's kustomization lists the unit directories "
+                "themselves, so")
+    for key in value:
+        if key not in _LISTING_KEYS:
+            raise WaveBotError(
+                f"sets {key}, which applies to every unit in {folder}/; {replaced} {key} would no longer apply",
+                path=path, line=doc.info.line((key,)),
+                hint=f"move {key} into the own kustomization.yaml of each unit in {folder}/ that needs it (a unit "
+                     "directory may have one), keep only resources here, then run wave-bot again")
+    listed: dict[str, list[str]] = {}
+    resources = value.get("resources")
+    for index, ref in enumerate(resources if isinstance(resources, list) else []):
+        norm = posixpath.normpath(ref) if isinstance(ref, str) and ref else ""
+        head, _, rest = norm.partition("/")
+        if head in units:
+            listed.setdefault(head, []).append(rest)
+        elif not (norm and "/" not in norm and tree.kind(f"{folder}/{norm}") == "file"):
+            # A file of the folder itself is `unplaced-file`, which says where it must go.
+            raise WaveBotError(
+                f"lists {ref}, which is in no unit of {folder}/; {replaced} nothing would apply it",
+                path=path, line=doc.info.line(("resources", index)),
+                hint=f"move what it applies into a unit of {folder}/ (or another Flux tier), then run wave-bot again")
+    for name, entries in sorted(listed.items()):
+        unit = units[name].path
+        wave_lists = [""] if unitfs.own_kustomization(tree, unit) is not None else unitfs.generated_listing(tree, unit)
+        if sorted(entries) != sorted(wave_lists):
+            shown = ", ".join(e or "the directory" for e in sorted(entries))
+            raise WaveBotError(
+                f"lists {shown} of {name}/, and its wave will list {', '.join(e or name for e in wave_lists)} "
+                f"(what Flux applies of a directory without a kustomization); {replaced} the split would apply "
+                "something else than the legacy Kustomization did",
+                path=path, line=doc.info.line(("resources",)),
+                hint=f"give {unit}/ its own kustomization.yaml listing {shown} (what this file applies of it), "
+                     "then run wave-bot again")
+
+
 def stateful_objects(inventory: Inventory, legacy: FluxKustomization, config: Config) -> list[OwnedResource]:
     """The objects the legacy Kustomization applies whose deletion loses data."""
     from bot.flux.stateful import is_stateful
@@ -200,7 +271,8 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
         message=f"cutover step 2 of 2: {name} is deployed without pruning on removal (according to {c.deployed}), "
                 f"so this change splits the app tier at once: every manifest moves byte for byte into waves "
                 f"{', '.join(map(str, waves))} (generated from {c.legacy.path} as the template, with prune: true), "
-                f"and {c.legacy.path}, its base entry, {config.apps_dir}/kustomization.yaml and the overlay "
+                f"and {c.legacy.path}, its base entry, {config.apps_dir}/kustomization.yaml (and each grouping "
+                f"folder's: the waves list the unit directories) and the overlay "
                 f"patches (and patch files) only {name} matched are removed. On merge Flux deletes {name} "
                 "without deleting anything it applied, and the waves adopt every object in place. Next: merge, "
                 "then verify with the commands in the fix (waves Ready, databases and PVCs with their original "
@@ -213,6 +285,7 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 
 __all__ = [
-    "Cutover", "cutover", "legacy_kustomization", "only_patches_for", "release_change", "stateful_objects",
+    "Cutover", "cutover", "group_kustomizations", "legacy_kustomization", "only_patches_for", "release_change",
+    "stateful_objects",
     "step_1_finding", "step_2_finding", "wave_entries",
 ]

@@ -31,7 +31,7 @@ from bot.fixes.stepping import kubectl_annotate
 from bot.flux.inventory import FluxKustomization, Inventory, Resource, ResourceId, WaveFile
 from bot.flux.ownership import Copy, Ownership, may_prune, ownership
 from bot.flux.stateful import _loss, is_stateful
-from bot.flux.vocabulary import PRUNE_DISABLED, PRUNE_KEY
+from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
 from bot.model import Finding
 from bot.side import Slot, number, ready_before
 
@@ -58,6 +58,7 @@ def hazard_findings(base: Inventory, now: Inventory, config: Config) -> list[Fin
         *move_findings(base, now, config, owned_base, owned_now),
         *gone_findings(base, now, config, owned_base, owned_now),
         *owner_findings(owned_base, owned_now, config),
+        *tier_owner_findings(owned_base, owned_now),
         *kustomization_removed_findings(base, now, config, owned_base),
         *wave_emptied_findings(base, now, config),
     ]
@@ -461,6 +462,34 @@ def _removed(rid: ResourceId, old: Resource, protected: bool, config: Config) ->
                 f"to it, wait until {old_cr} has reconciled it, then delete the file",
         path=old.path, line=old.line, wave=old.wave, resource=str(rid), fix=PRUNE_SNIPPET,
     )
+
+
+_OWNERS = frozenset({(FLUX_GROUP, "Kustomization"), ("helm.toolkit.fluxcd.io", "HelmRelease")})
+
+
+def tier_owner_findings(base: Ownership, now: Ownership) -> list[Finding]:
+    """`resource-removed` for an owner (a Flux Kustomization or a HelmRelease) that a Kustomization
+    other than a wave applied at base and no Kustomization applies now: the tier prunes it, and its
+    deletion takes what it owns (`bot.checks.cascade` says what). Only owners: other objects leaving
+    a tier that is not a wave are not judged (README, What it checks)."""
+    findings = []
+    for rid, copies in sorted(base.copies.items()):
+        if (rid.group, rid.kind) not in _OWNERS or now.copies.get(rid):
+            continue
+        for copy in copies:
+            if copy.wave is not None or now.prunes(copy.owner) is None or not may_prune(base, now, copy.owner):
+                continue  # a wave's: gone_findings; its tier removed: kustomization-removed; never prunes
+            gone = f"{copy.owner} no longer applies {rid} ({copy.path}:{copy.line} at base)"
+            protected = all(c.prune_disabled for c in copies)
+            findings.append(Finding(
+                code="resource-removed",
+                severity="info",
+                message=(f"{gone}; it carries {PRUNE_KEY}: {PRUNE_DISABLED}, so Flux leaves it in the cluster, "
+                         "unmanaged" if protected else f"{gone}, so it deletes it when it reconciles"),
+                path=copy.path, line=copy.line, resource=str(rid),
+            ))
+            break
+    return findings
 
 
 # ---- Flux Kustomizations and waves ---------------------------------------------------------------

@@ -27,7 +27,7 @@ from bot.repo.tree import Tree
 """How many tiers of tiers are followed (a tier whose pass applies Flux Kustomizations, and so on)."""
 
 
-CODES = ("depends-on-missing", "depends-on-namespace", "depends-on-cycle", "tier-not-checked")
+CODES = ("depends-on-missing", "depends-on-namespace", "depends-on-cycle", "tier-not-checked", "tier-path-moved")
 
 
 """The Kustomization `flux bootstrap` creates to apply the cluster entrypoint: it exists wherever the
@@ -78,6 +78,42 @@ def _unchecked_issue(tier: Tier, reason: str) -> Issue:
         message=f"{tier.title}: {reason}, so its pass is not checked for CRD provenance and substitution",
         path=tier.file, line=tier.line, resource=tier.title, fix=None, tier=tier.name,
     )
+
+
+def _moved_path_issues(entry: Entrypoint, tree: Tree, base: Tree, config: Config) -> list[Issue]:
+    """`tier-path-moved`: a tier's spec.path was a directory at base and this change moves it away,
+    as moving a unit directory does to the path of the child Kustomization inside it (cluster-template's
+    `ks.yaml` naming `./apps/<ns>/<app>/app`): wave-bot moves a unit's bytes untouched."""
+    out = []
+    for tier in entry.tiers:
+        if not tier.path or tree.kind(tier.path) == "dir" or base.kind(tier.path) != "dir":
+            continue
+        new = _moved_to(tree, tier.path, config)
+        line = tier.info.line(("spec", "path")) if tier.info else tier.line
+        out.append(Issue(
+            code="tier-path-moved", severity="error",
+            message=f"{tier.title}: its spec.path ./{tier.path} is a directory at base, and this change moves it "
+                    f"away{f' (to ./{new})' if new else ''}: kustomize-controller cannot build {tier.title} (the path "
+                    "is not found), so it never becomes Ready and every Kustomization that waits for it stalls, its "
+                    "wave among them. Set its spec.path to where the directory is now, in this change",
+            path=tier.file, line=line, resource=tier.title, tier=tier.name,
+            fix=f"# in {tier.file}:\nspec:\n  path: ./{new}\n" if new else None,
+        ))
+    return out
+
+
+def _moved_to(tree: Tree, path: str, config: Config) -> str | None:
+    """Where a directory below the apps directory is now: the same place below another wave (or
+    directly below the apps directory); None unless exactly one such place exists."""
+    prefix = f"{config.apps_dir}/"
+    if not path.startswith(prefix):
+        return None
+    head, _, rest = path[len(prefix):].partition("/")
+    rel = rest if config.slot_of_dir(head) is not None else path[len(prefix):]
+    places = [f"{prefix}{e.name}/{rel}" for e in tree.entries(config.apps_dir)
+              if e.kind == "dir" and config.slot_of_dir(e.name) is not None] + [f"{prefix}{rel}"]
+    found = [p for p in places if p != path and tree.kind(p) == "dir"]
+    return found[0] if len(found) == 1 else None
 
 
 def _missing_issue(entry: Entrypoint, tier: Tier, dep: DependsOnEntry) -> Issue:
@@ -236,6 +272,12 @@ def check(tree: Tree, config: Config, builds: Builds | None = None, base: Tree |
         except WaveBotError:  # the base cannot be read: every finding counts as the change's
             before = frozenset()
     findings, broken = _run(entries, config, tree)
+    if base is not None:
+        moved = [(e, i) for e in entries for i in _moved_path_issues(e, tree, base, config)]
+        said = {(i.path, i.resource) for _, i in moved}  # the error says why the pass is not checked
+        findings = [f for f in findings if f.code != "tier-not-checked" or (f.path, f.resource) not in said]
+        findings += merge([(e.label, i) for e, i in moved], config, [e.label for e in entries])
+        broken |= {t.title for e, i in moved for t in e.tiers if t.name == i.tier}
     return TierReport(tuple(findings), tuple(nodes), tuple(edges), frozenset(broken), before)
 
 

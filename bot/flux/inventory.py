@@ -512,9 +512,11 @@ def _other_resources(reader: _Reader, flux: tuple[FluxKustomization, ...]) -> tu
     A directory with a kustomization.yaml applies its `resources` (files, and directories
     recursively); without one, Flux generates a kustomization of every YAML file below it, a
     subdirectory holding a kustomization.yaml taken as one unit. Remote and out-of-repo entries are
-    not followed; Flux Kustomizations themselves are left to the checks on Kustomizations.
+    not followed; the Flux Kustomizations defined under the clusters directory are left to the checks
+    on Kustomizations, while one defined elsewhere (a child a tier applies) is an object it owns.
     """
     config = reader.config
+    defined = {k.id for k in flux}
     out: list[OwnedResource] = []
     for k in flux:
         directory = source_dir(k) if k.source_path else None  # no path: a patch file, not a definition
@@ -524,7 +526,8 @@ def _other_resources(reader: _Reader, flux: tuple[FluxKustomization, ...]) -> tu
         for path in applied_files(reader.tree, directory):
             parsed = reader.parse(path, None)
             for obj in parsed.objects if parsed is not None else ():
-                if obj.id is not None and not (obj.id.group == FLUX_GROUP and obj.id.kind == "Kustomization"):
+                if obj.id is not None and not (obj.id.group == FLUX_GROUP and obj.id.kind == "Kustomization"
+                                               and obj.id in defined):
                     out.append(OwnedResource(obj.id, k.name, path, obj.line, obj.prune_disabled))
     return tuple(sorted(out))
 

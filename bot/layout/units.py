@@ -97,18 +97,24 @@ def directories(tree: Tree, folder: str, claimed: Callable[[str], bool], in_wave
             continue
         inside = tree.entries(path)
         if entry.name not in groups and not any(e.kind == "dir" and claimed(e.name) for e in inside):
-            if in_wave:
+            if in_wave and holds_files(tree, path):
                 out.append(UnitEntry(path, entry.name, True, False))
             continue
         for child in inside:
             sub, rel = f"{path}/{child.name}", f"{entry.name}/{child.name}"
             if child.kind == "link":
                 raise refuse_link(sub)
-            if child.kind == "dir":
+            if child.kind == "dir" and (claimed(child.name) or holds_files(tree, sub)):
                 out.append(UnitEntry(sub, rel, True, claimed(child.name)))
             elif child.kind == "file" and is_yaml_name(child.name) and child.name not in KUSTOMIZATION_FILES:
                 out.append(UnitEntry(sub, rel, False, False))
     return out
+
+
+def holds_files(tree: Tree, directory: str) -> bool:
+    """Whether anything but directories is below `directory`. A folder a `git mv` of its unit left
+    empty is nothing: git tracks no empty directory, so no checkout Flux or the bot makes has it."""
+    return any(e.kind != "dir" or holds_files(tree, f"{directory}/{e.name}") for e in tree.entries(directory))
 
 
 def wave_refs(tree: Tree, kustomization: str) -> list[str]:

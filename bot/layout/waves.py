@@ -45,6 +45,12 @@ class WaveGraph:
     def waves(self) -> dict[str, int]:
         return {name: node.wave for name, node in sorted(self.nodes.items())}
 
+    def declared_in(self, config: Config) -> str | None:
+        """The config file when its `dependencies` declare every unit (no ServiceDefinition), else None:
+        the reports then must not speak of a catalog the repository does not have."""
+        services = [n for n in self.nodes.values() if n.origin == "service"]
+        return config.source if services and all(n.path == config.source for n in services) else None
+
 
 def compute_waves(services: Iterable[Service], config: Config) -> WaveGraph:
     """Assign every node its wave. Raises WaveBotError for unknown dependencies and cycles."""

@@ -68,7 +68,8 @@ def _unit_files(plan: Plan) -> dict[Slot, list[tuple[str, list[str]]]]:
     by_unit: dict[tuple[Slot, str], list[str]] = {}
     for file in plan.files:
         if file.target_wave is not None:
-            by_unit.setdefault((file.target_wave, file.node or "(unplaced)"), []).append(file.name)
+            by_unit.setdefault((file.target_wave, file.node or "(unplaced)"), []).append(
+                f"{file.name}/" if file.is_dir else file.name)
     out: dict[Slot, list[tuple[str, list[str]]]] = {n: [] for n in plan.slots}
     for (wave, unit), names in sorted(by_unit.items(), key=lambda item: (order(item[0][0]), item[0][1])):
         out[wave].append((unit, sorted(names, key=lambda name: (len(name.split(".")[0]), name))))
@@ -198,7 +199,8 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
             arrow = f"{change.source} -> {change.path}" if change.source else change.path
             lines.append(f"  {change.action:<7} {arrow}")
     else:
-        lines.append("No file to move, create, update or delete: the wave layout matches the catalog.")
+        lines.append("No file to move, create, update or delete: the wave layout matches "
+                     f"{_declarations(plan)}.")
     findings = _reported(plan)
     if findings:
         lines += ["", "Findings:"]
@@ -233,6 +235,11 @@ def _text_table(plan: Plan, width: int) -> list[str]:
     return lines
 
 
+def _declarations(plan: Plan) -> str:
+    declared = plan.graph.declared_in(plan.config)
+    return f"the dependencies in {declared}" if declared else "the catalog"
+
+
 def catalog_note(plan: Plan) -> str | None:
     """What a report says first when the catalog places nothing: that it is empty, or which services
     it read and that none has app files yet. Without it, an empty table (or a list of unplaced files)
@@ -244,11 +251,14 @@ def catalog_note(plan: Plan) -> str | None:
     services = [name for name, node in plan.graph.nodes.items() if node.origin == "service"]
     names = ", ".join(services[:CELL_LIMIT]) + (f" and {len(services) - CELL_LIMIT} more"
                                                  if len(services) > CELL_LIMIT else "")
-    example = ", ".join(f"{services[0] if services else '<service>'}{suffix}.yaml"
-                        for suffix in plan.config.file_suffixes)
-    return (f"Read {_plural(len(services), 'ServiceDefinition')} in {plan.config.catalog_dir}/ ({names}); none has "
-            f"app files in {plan.config.apps_dir}/ yet, so no wave has anything in it. An app file belongs to a "
-            f"service by its name ({example})")
+    first = services[0] if services else '<service>'
+    example = ", ".join(f"{first}{suffix}.yaml" for suffix in plan.config.file_suffixes)
+    declared = plan.graph.declared_in(plan.config)
+    read = (f"{_plural(len(services), 'unit')} from the dependencies in {declared}" if declared
+            else f"{_plural(len(services), 'ServiceDefinition')} in {plan.config.catalog_dir}/")
+    return (f"Read {read} ({names}); none has app files in {plan.config.apps_dir}/ yet, so no wave has anything "
+            f"in it. An app file belongs to a service by its name ({example}), a directory by its very name "
+            f"({first}/)")
 
 
 def _empty_catalog(plan: Plan) -> str:
@@ -259,7 +269,7 @@ def _empty_catalog(plan: Plan) -> str:
                "so there are no waves")
     return (f"No ServiceDefinition in {plan.config.catalog_dir}/ ({setting}): wave-bot read every *.yaml file "
             f"there and found none, {outcome}. Add one file per service (kind: ServiceDefinition, "
-            "metadata.name, spec.dependencies)")
+            f"metadata.name, spec.dependencies), or declare the units under dependencies in {CONFIG_FILE}")
 
 
 def to_json(plan: Plan, applied: bool = False) -> str:
@@ -355,9 +365,10 @@ def _moves(plan: Plan) -> list[str]:
         return []
     against = "the base branch" if plan.base_waves is not None else "the work tree"
     out = ["#### Moves", "", f"Compared with {against}.", "", "| file | from | to |", "|---|---|---|"]
+    dirs = {f.name for f in plan.files if f.is_dir}
     for name, before, after in moves[:ROW_LIMIT]:
         origin = f"wave {before}" if before is not None else "new"
-        out.append(f"| {code(name)} | {origin} | wave {after} |")
+        out.append(f"| {code(name + '/' if name in dirs else name)} | {origin} | wave {after} |")
     if len(moves) > ROW_LIMIT:
         out.append(f"| … and {len(moves) - ROW_LIMIT} more | | |")
     return out + [""]

@@ -16,6 +16,7 @@ consequences instead of four copies of the procedure.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -171,7 +172,11 @@ def _factored(by: By, key: str, members: Sequence[Finding]) -> Group:
 
 def _with_hole(f: Finding) -> str:
     text = " ".join(f.message.split())
-    return text.replace(f.resource, _HOLE) if f.resource and f.resource in text else text
+    if not f.resource:
+        return text
+    # Only where the name stands alone: inside a path (`./apps/db/postgres/app` for `db/postgres`)
+    # or a longer name it is part of that text, and a hole there would read "each of these N objects".
+    return re.sub(rf"(?<![\w./-]){re.escape(f.resource)}(?![\w/-]|\.\w)", _HOLE, text)
 
 
 def _listed(names: Sequence[str]) -> str:

@@ -393,3 +393,63 @@ def test_an_owner_in_a_unit_directory_is_judged_as_its_kustomization_builds_it(
     (move,) = about(plan(example_repo, capsys), owner)
     assert (move["code"], move["severity"]) == ("later-wave-move", "error")
     assert said in move["message"] and "restart" not in move["message"]
+
+
+def in_platform(repo: Path, name: str, text: str, files: dict[str, str] | None = None) -> Path:
+    """`repo` with `text` in platform/<name> (the `platform` tier, not a wave, prune: true) and `files`,
+    committed as the base."""
+    kustomization = repo / "platform/kustomization.yaml"
+    kustomization.write_text(kustomization.read_text() + f"  - {name}\n")
+    write_files(repo, {f"platform/{name}": text, **(files or {})})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", f"the platform tier applies {name}")
+    return repo
+
+
+def drop_from_platform(repo: Path, name: str) -> None:
+    kustomization = repo / "platform/kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace(f"  - {name}\n", ""))
+    (repo / "platform" / name).unlink()
+
+
+def test_a_child_kustomization_a_tier_stops_applying_is_deleted_with_what_it_owns(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = in_platform(example_repo, "pihole-ks.yaml", child(), APP)
+    drop_from_platform(repo, "pihole-ks.yaml")
+    (removed,) = about(plan(repo, capsys), CHILD)
+    assert (removed["code"], removed["severity"], removed["path"]) == (
+        "resource-removed", "error", "platform/pihole-ks.yaml")
+    assert removed["message"].startswith(f"platform no longer applies {CHILD} (platform/pihole-ks.yaml:1 at base), so "
+                                         "it deletes it when it reconciles. its finalizer (prune: true) deletes "
+                                         "everything in its inventory with it")
+    assert PIHOLE_PVC in removed["message"] and removed["fix"].startswith("spec:\n  prune: false\n# Or, if Flux")
+
+
+def test_a_helmrelease_a_tier_stops_applying_is_an_uninstall(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = in_platform(example_repo, "pihole-hr.yaml", release("  values:\n    persistence:\n      enabled: true\n"))
+    drop_from_platform(repo, "pihole-hr.yaml")
+    (removed,) = about(plan(repo, capsys), RELEASE)
+    assert (removed["code"], removed["severity"]) == ("resource-removed", "error")
+    assert "helm-controller uninstalls the release" in removed["message"]
+    assert "persistence.enabled is true" in removed["message"]
+
+
+def test_an_owner_a_tier_keeps_applying_is_no_finding(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = in_platform(example_repo, "pihole-ks.yaml", child(), APP)
+    (repo / "platform/pihole-ks.yaml").write_text(child().replace("interval: 10m", "interval: 5m"))
+    assert about(plan(repo, capsys), CHILD) == []
+
+
+def test_a_helmrelease_moving_from_a_tier_into_a_wave_is_an_uninstall(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = "  values:\n    persistence:\n      enabled: true\n"
+    repo = in_platform(example_repo, "pihole-hr.yaml", release(values))
+    drop_from_platform(repo, "pihole-hr.yaml")
+    (repo / "apps/wave-0/pihole.yaml").write_text(release(values))  # platform prunes it before wave 0 applies it
+    (moved,) = about(plan(repo, capsys), RELEASE)
+    assert (moved["code"], moved["severity"]) == ("cross-kustomization-move", "error")
+    assert "helm-controller uninstalls the release" in moved["message"]

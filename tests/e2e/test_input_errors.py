@@ -120,6 +120,11 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
         {".wave-bot.yaml": "extra_units:\n  - name: runner\n    anchor: wbe\n"},
         [".wave-bot.yaml:2:", "extra unit 'runner' is anchored to 'wbe', which is no node", "did you mean 'web'?"],
     ),
+    "extra-unit-files-path": (  # a unit may be a directory, named as it is: no path
+        {".wave-bot.yaml": "extra_units:\n  - name: runner\n    anchor: web\n    files: [runner.yaml, ci/runner]\n"},
+        [".wave-bot.yaml:2:", "'extra_units[runner].files' must be a list of file or directory names, without a path "
+         "(no '/')"],
+    ),
     "non-gating-unit-others-need": (
         {".wave-bot.yaml": "non_gating:\n  - api\n"},
         [".wave-bot.yaml:2:", "non_gating lists 'api', but 1 unit(s) depend on it (dependency paths: web -> api)"],

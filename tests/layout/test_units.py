@@ -6,6 +6,7 @@ kustomize` (a directory without a kustomization built as kustomize-controller ge
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -140,7 +141,7 @@ def test_a_unit_directory_moving_later_is_judged_on_its_build(
     capsys.readouterr()
     main(["plan", str(repo), "--base", "HEAD", "--format", "markdown"])
     report = capsys.readouterr().out
-    assert "| `postgres` | wave 0 | wave 1 |" in report  # a move, not a unit new to the waves
+    assert "| `postgres/` | wave 0 | wave 1 |" in report  # a move, not a unit new to the waves
     moved = [f for f in out["findings"] if f["code"] == "later-wave-move"]
     # The claim is in namespace db (the directory's kustomization), not the one its file names.
     assert [(f["severity"], f["resource"]) for f in moved if "PersistentVolumeClaim" in f["resource"]] == [
@@ -217,6 +218,27 @@ def test_a_deleted_unit_directory_is_named_not_another_with_the_same_file_name(
     assert gone["message"].startswith("apps/wave-2/media/radarr/app.yaml is deleted in this change")
 
 
+def test_unit_directories_moved_out_of_their_waves_are_the_same_units_moved_back(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # `git mv` of a unit leaves the folder it was in, empty, on disk (git tracks no empty directory,
+    # so no checkout Flux or the bot makes has it): that is no unplaced unit.
+    repo = dir_repo(make_repo)
+    split_and_commit(repo, capsys)
+    deployed = snapshot(repo / "apps")
+    (repo / "apps/media").mkdir()
+    for name, wave in (("sonarr", 1), ("radarr", 2)):
+        git(repo, "mv", f"apps/wave-{wave}/media/{name}", f"apps/media/{name}")
+    git(repo, "mv", "apps/wave-0/postgres", "apps/postgres")
+    assert (repo / "apps/wave-1/media").is_dir() and not any((repo / "apps/wave-1/media").iterdir())
+    code, out = run(repo, capsys, "apply", "--base", "HEAD")
+    assert codes(out) == [("chain-gating", "info")]
+    assert sorted((c["from"], c["path"]) for c in out["changes"]) == [
+        ("apps/media/radarr", "apps/wave-2/media/radarr"), ("apps/media/sonarr", "apps/wave-1/media/sonarr"),
+        ("apps/postgres", "apps/wave-0/postgres")]
+    assert {k: v for k, v in snapshot(repo / "apps").items()} == deployed  # byte for byte where they were
+    assert code == 0 and run(repo, capsys, "check", "--base", "HEAD")[0] == 0
+
+
 def test_sops_files_inside_a_unit_directory_need_decryption(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
     secret = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: media\nsops:\n  version: 3.9.0\n"
@@ -250,6 +272,40 @@ def test_the_dir_per_app_example_is_clean_and_builds(kubectl: Kubectl, capsys: p
                                                            if k == "Kustomization"}
     for n in range(3):
         assert kubectl(example / f"apps/wave-{n}").returncode == 0
+
+
+def example_repo_of(make_repo: Callable[..., Path], extra: dict[str, str]) -> Path:
+    return make_repo({**{str(p.relative_to(DIR_EXAMPLE)): p.read_bytes() for p in DIR_EXAMPLE.rglob("*")
+                         if p.is_file()}, **extra})
+
+
+def test_reports_show_directory_units_as_directories_and_name_no_catalog_it_lacks(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["plan", str(DIR_EXAMPLE)]) == 0
+    text = capsys.readouterr().out
+    assert "0     postgres    postgres/\n      redis       redis/\n1     jellyfin    jellyfin/\n" in text
+    assert "the wave layout matches the dependencies in .wave-bot.yaml.\n" in text  # it has no catalog
+    assert main(["plan", str(DIR_EXAMPLE), "--format", "markdown"]) == 0
+    assert "| 1 | `jellyfin` | `jellyfin/` |" in capsys.readouterr().out
+
+
+def test_an_unplaced_unit_without_a_catalog_is_declared_in_the_dependencies(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    repo = example_repo_of(make_repo, {"apps/wave-1/media/mystery/app.yaml": deployment("mystery", "media"),
+                                       "apps/wave-1/media/notes.yaml": deployment("notes", "media")})
+    _, out = run(repo, capsys, "plan")
+    unplaced = {f["path"]: f for f in out["findings"] if f["code"] == "unplaced-file"}
+    mystery = unplaced["apps/wave-1/media/mystery"]
+    assert mystery["message"].startswith("apps/wave-1/media/mystery: no unit in the dependencies of .wave-bot.yaml "
+                                         "owns this directory, so wave-bot cannot place it; it stays in wave 1. To "
+                                         "place it, declare 'mystery' under dependencies in .wave-bot.yaml")
+    assert mystery["fix"] == "# in .wave-bot.yaml: list what it needs\ndependencies:\n  mystery: []\n"
+    # A file in a grouping folder is no unit, whatever its name: only moving it into one places it.
+    notes = unplaced["apps/wave-1/media/notes.yaml"]
+    assert notes["message"].endswith("A file in a grouping folder is no unit: move it into the directory of the unit "
+                                     "that needs it (git mv apps/wave-1/media/notes.yaml apps/wave-1/media/<unit>/)")
+    assert notes.get("fix") is None
 
 
 LEGACY = """---
@@ -313,3 +369,113 @@ def test_the_cutover_splits_a_directory_per_app_tier(
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "step 2: the split")
     assert run(repo, capsys, "check", "--base", "HEAD~1")[0] == 0
+
+
+def child_kustomization(name: str, path: str) -> str:
+    return (f"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n"
+            f"  namespace: flux-system\nspec:\n  interval: 1h\n  path: {path}\n  prune: true\n"
+            "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+
+
+def grouped_repo(make_repo: Callable[..., Path], files: dict[str, str], without: tuple[str, ...] = ()) -> Path:
+    """The cluster-template shape, one grouping folder per namespace, each with its own kustomization:
+    `apps/<group>/<name>/` holds a child Flux Kustomization `ks.yaml` and the `app/` it applies.
+    Released for the cutover (step 1 deployed), so `apply` makes the split."""
+    units = {"media/sonarr": "sonarr", "media/radarr": "radarr", "db/postgres": "postgres"}
+    tree: dict[str, str | bytes] = {
+        **base_without_waves(), "clusters/base/apps.yaml": LEGACY.replace("prune: true", "prune: false"),
+        ".wave-bot.yaml": "root_depends_on: [infrastructure]\n"
+                          "dependencies:\n  postgres: []\n  sonarr: [postgres]\n  radarr: [sonarr]\n",
+    }
+    for unit, name in units.items():
+        tree[f"apps/{unit}/ks.yaml"] = child_kustomization(name, f"./apps/{unit}/app")
+        tree[f"apps/{unit}/app/kustomization.yaml"] = KUSTOMIZE + "resources:\n  - pvc.yaml\n"
+        tree[f"apps/{unit}/app/pvc.yaml"] = pvc(f"{name}-data", unit.split("/")[0])
+        tree[f"apps/{unit}/kustomization.yaml"] = KUSTOMIZE + "resources:\n  - ks.yaml\n"
+    for group in ("media", "db"):
+        tree[f"apps/{group}/kustomization.yaml"] = KUSTOMIZE + "resources:\n" + "".join(
+            f"  - ./{unit.split('/')[1]}\n" for unit in sorted(units) if unit.startswith(group))
+    base = tree["clusters/base/kustomization.yaml"]
+    assert isinstance(base, str)
+    tree["clusters/base/kustomization.yaml"] = base + "  - apps.yaml\n"
+    return make_repo({k: v for k, v in {**tree, **files}.items() if k not in without})
+
+
+def test_the_cutover_replaces_the_grouping_folders_kustomizations(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, tmp_path: Path) -> None:
+    repo = grouped_repo(make_repo, {})
+    # What `apps` applies: Flux generates its kustomization (every group folder, each one entry).
+    legacy_dir = tmp_path / "legacy"
+    shutil.copytree(repo / "apps", legacy_dir)
+    write_files(legacy_dir, {"kustomization.yaml": KUSTOMIZE + "resources:\n  - db\n  - media\n"})
+    legacy = built_documents(kubectl, legacy_dir)
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    deleted = [c["path"] for c in out["changes"] if c["action"] == "delete"]
+    assert deleted == ["clusters/base/apps.yaml", "apps/db/kustomization.yaml", "apps/media/kustomization.yaml"]
+    # Each child's spec.path named its app/ where the unit was: the one error, with the path to set.
+    errors = {f["path"]: f for f in out["findings"] if f["severity"] == "error"}
+    assert code == 0 and {p: f["code"] for p, f in errors.items()} == {
+        f"apps/wave-{n}/{unit}/ks.yaml": "tier-path-moved"
+        for n, unit in ((0, "db/postgres"), (1, "media/sonarr"), (2, "media/radarr"))}
+    assert not [f for f in out["findings"] if f["code"] == "tier-not-checked"]  # the error says it
+    sonarr = errors["apps/wave-1/media/sonarr/ks.yaml"]
+    assert sonarr["message"].startswith("sonarr: its spec.path ./apps/media/sonarr/app is a directory at base, and "
+                                        "this change moves it away (to ./apps/wave-1/media/sonarr/app)")
+    assert sonarr["fix"] == "# in apps/wave-1/media/sonarr/ks.yaml:\nspec:\n  path: ./apps/wave-1/media/sonarr/app\n"
+    for path, finding in errors.items():
+        new = finding["fix"].rsplit("path: ", 1)[1].strip()
+        ks = repo / path
+        ks.write_text(re.sub(r"path: \S+", f"path: {new}", ks.read_text()))
+    # Nothing is left of the grouping folders: no file lists directories that moved away.
+    assert [p for p in (repo / "apps").rglob("*")
+            if p.is_file() and not p.relative_to(repo / "apps").parts[0].startswith("wave-")] == []
+    after = sorted(d for n in range(3) for d in built_documents(kubectl, repo / f"apps/wave-{n}"))
+    assert len(after) == 3  # each wave applies its units' child Kustomizations, once: apps' three, repathed
+    assert [re.sub(r"path: \S+", "", d) for d in after] == [re.sub(r"path: \S+", "", d) for d in legacy]
+    assert kubectl(repo / "clusters/dev").returncode == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "step 2: the split")
+    assert run(repo, capsys, "check", "--base", "HEAD~1")[0] == 0
+
+
+@pytest.mark.parametrize(("files", "expected"), [
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "namespace: media\nresources:\n  - ./sonarr\n  - ./radarr\n"},
+     ["apps/media/kustomization.yaml:3: sets namespace, which applies to every unit in apps/media/; the cutover "
+      "replaces this file: each wave's kustomization lists the unit directories themselves, so namespace would no "
+      "longer apply", "hint: move namespace into the own kustomization.yaml of each unit in apps/media/"]),
+    # cluster-template's shape: the group applies only ks.yaml of a unit without a kustomization, while
+    # its wave would apply all of it (the child's app/ too, so every object twice)
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr/ks.yaml\n  - ./radarr\n",
+      "without": "apps/media/sonarr/kustomization.yaml"},
+     ["apps/media/kustomization.yaml:3: lists ks.yaml of sonarr/, and its wave will list app, ks.yaml",
+      "hint: give apps/media/sonarr/ its own kustomization.yaml listing ks.yaml"]),
+    ({"apps/db/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./postgres\n  - ../../infrastructure\n"},
+     ["apps/db/kustomization.yaml:5: lists ../../infrastructure, which is in no unit of apps/db/"]),
+], ids=["namespace", "part-of-a-unit", "outside"])
+def test_a_grouping_kustomization_the_split_would_change_is_an_input_error(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], files: dict[str, str],
+        expected: list[str]) -> None:
+    files = dict(files)
+    without = files.pop("without", "")
+    repo = grouped_repo(make_repo, files, (without,))
+    before = snapshot(repo)
+    capsys.readouterr()
+    assert main(["apply", str(repo), "--base", "HEAD", "--fix-overlays"]) == 2
+    err = capsys.readouterr().err
+    for text in expected:
+        assert text in err, err
+    assert snapshot(repo) == before
+
+
+def test_step_1_says_what_will_stop_step_2(make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    repo = grouped_repo(make_repo, {
+        "clusters/base/apps.yaml": LEGACY,  # deployed with prune: true: step 1
+        "apps/media/kustomization.yaml": KUSTOMIZE + "namespace: media\nresources:\n  - ./sonarr\n  - ./radarr\n"})
+    code, out = run(repo, capsys, "apply", "--base", "HEAD")
+    assert code == 0 and [c["path"] for c in out["changes"]] == ["clusters/base/apps.yaml"]
+    (step,) = [f for f in out["findings"] if f["code"] == "cutover-step-1"]
+    assert step["message"].endswith(
+        "Step 2 will stop at apps/media/kustomization.yaml:3: sets namespace, which applies to every unit in "
+        "apps/media/; the cutover replaces this file: each wave's kustomization lists the unit directories themselves, "
+        "so namespace would no longer apply; move namespace into the own kustomization.yaml of each unit in "
+        "apps/media/ that needs it (a unit directory may have one), keep only resources here, then run wave-bot again")

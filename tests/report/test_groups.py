@@ -68,3 +68,15 @@ def test_every_finding_is_in_exactly_one_group() -> None:
     held = [f for g in groups for f in g.findings]
     assert sorted(held, key=findings.index) == findings and len(groups) == 4
     assert groups[-1].by == "finding" and groups[-1].lead == "just me"
+
+
+def test_an_object_s_name_inside_a_path_stays_in_the_path() -> None:
+    # cluster-template's children live in the namespace their folder is named after:
+    # `db/postgres: ./apps/db/postgres/app ...`
+    findings = [Finding("tier-not-checked", "info", f"{group}/{name}: ./apps/{group}/{name}/app is not a directory of "
+                        "this repository, so its pass is not checked", path=f"apps/{group}/{name}/ks.yaml",
+                        overlay="dev", resource=f"{group}/{name}") for name, group in (("postgres", "db"),
+                                                                                      ("jellyfin", "media"))]
+    (group,) = group_findings(findings)
+    texts = [group.lead, *(i.text for i in group.items), group.tail]
+    assert "each of these" not in " ".join(texts[1:]).lower() and "./apps/db/postgres/app" in " ".join(texts), texts

@@ -283,10 +283,20 @@ def test_services_without_app_files_are_named_not_called_an_empty_catalog(
     assert " ".join(text.split("\n\n")[1].split()) == (
         "Read 3 ServiceDefinitions in catalog/ (api, cron, web); none has app files in apps/ yet, so no wave has "
         "anything in it. An app file belongs to a service by its name (api.yaml, api-bootstrap-secret.yaml, "
-        "api-app.yaml)")
+        "api-app.yaml), a directory by its very name (api/)")
     _, markdown, _ = _run(capsys, "plan", str(tmp_path), "--format", "markdown")
     assert "No ServiceDefinition" not in markdown and "| wave |" not in markdown
     assert markdown.split("\n\n")[2].startswith("Read 3 ServiceDefinitions in catalog/ (api, cron, web); none has")
+
+
+def test_units_declared_in_the_config_are_not_called_servicedefinitions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_files(tmp_path, {".wave-bot.yaml": "dependencies:\n  web: [api]\n  api: []\n", "apps/README.md": "x"})
+    code, text, _ = _run(capsys, "check", str(tmp_path))
+    assert code == 0
+    assert " ".join(text.split("\n\n")[1].split()).startswith(
+        "Read 2 units from the dependencies in .wave-bot.yaml (api, web); none has app files in apps/ yet")
 
 
 def test_an_empty_catalog_is_said_before_the_files_it_leaves_unplaced(
