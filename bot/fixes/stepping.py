@@ -53,7 +53,7 @@ def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile]) -> dict[
     deleted: dict[str, set[str]] = {}
     losing: set[str] = set()
     for finding in findings:
-        file = moving.get(finding.path or "")
+        file = moving.get(finding.path or "") or _unit_directory(finding.path, moving)
         if finding.code != "later-wave-move" or finding.severity == "info" or file is None or not finding.resource:
             continue
         deleted.setdefault(file.path, set()).add(finding.resource)
@@ -64,6 +64,25 @@ def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile]) -> dict[
     units = {moving[p].node for p in losing if moving[p].node is not None}
     held = losing | {f.path for f in files if f.moves and f.node in units}
     return {path: Hold(frozenset(deleted.get(path, ())), path in losing) for path in sorted(held)}
+
+
+def _unit_directory(path: str | None, moving: Mapping[str, AppFile]) -> AppFile | None:
+    """The moving directory unit a finding's file lies in: its findings name the files inside it,
+    and the unit moves (or waits) as one `git mv`."""
+    while path and "/" in path:
+        path = posixpath.dirname(path)
+        found = moving.get(path)
+        if found is not None and found.is_dir:
+            return found
+    return None
+
+
+def _parse(name: str) -> ResourceId:
+    """A finding's resource name (`str(ResourceId)`: `[group/]Kind [namespace/]name`) as an id."""
+    kind, _, where = name.partition(" ")
+    group, _, kind = kind.rpartition("/")
+    namespace, _, obj = where.rpartition("/")
+    return ResourceId(group, kind, namespace, obj)
 
 
 def kubectl_annotate(rid: ResourceId) -> str:
@@ -82,6 +101,12 @@ def hold(tree: Tree, config: Config, held: Held, targets: Mapping[str, AppFile])
     changes = []
     found: dict[str, tuple[list[ResourceId], str]] = {}  # path -> (the objects, why it is not annotated)
     for path, (names, _) in sorted(held.items()):
+        if tree.kind(path) == "dir":
+            # Its objects are what its kustomization builds (namespace, patches), not what each file
+            # says: an annotation edit inside it could miss them, so the live objects are annotated.
+            found[path] = sorted(_parse(n) for n in names), ("it is a unit directory, whose objects its "
+                                                             "kustomization builds: wave-bot edits no file in it")
+            continue
         data = tree.read(path)
         docs = yamlio.load(data, path)
         ids = {str(r): r for r in (ResourceId.of_object(d.value) for d in docs if isinstance(d.value, dict))}
@@ -148,7 +173,7 @@ def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: s
             message=f"{moving}, and adds no annotation: {why}. To go on: annotate the live objects with the "
                     f"commands in the fix, then accept the move for each of them in .wave-bot-accept.yaml "
                     f"(the fix's `wave-bot accept` command writes the entries) and run wave-bot again: it then "
-                    f"moves the file. Once "
+                    f"moves the {'directory' if source.is_dir else 'file'}. Once "
                     f"{new_cr} owns them, remove the annotation (the same commands with `{PRUNE_KEY}-`){also}",
             fix=commands,
         )

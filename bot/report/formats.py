@@ -198,6 +198,10 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
         for change in plan.changes:
             arrow = f"{change.source} -> {change.path}" if change.source else change.path
             lines.append(f"  {change.action:<7} {arrow}")
+    elif any(f.code == "move-held" for f in plan.findings):
+        held = sum(f.code == "move-held" for f in plan.findings)
+        lines.append(f"No file to move, create, update or delete now: {held} move(s) wait until their "
+                     "objects are protected (move-held below).")
     else:
         lines.append("No file to move, create, update or delete: the wave layout matches "
                      f"{_declarations(plan)}.")

@@ -293,3 +293,35 @@ def test_an_annotation_the_user_wrote_is_never_reported_removable(example_repo: 
     assert PRUNE in (repo / "apps/wave-2/plex.yaml").read_text()
 
     assert check_findings(repo, "annotation-removable") == []
+
+
+DIR_PER_APP = Path(__file__).resolve().parents[2] / "examples" / "dir-per-app"
+
+
+def test_a_directory_unit_whose_move_loses_data_waits_whole_until_accepted(
+        make_repo: Any, capsys: Any) -> None:
+    # redis (a unit directory with its Namespace) comes to need jellyfin: wave 0 -> 2, and jellyseerr
+    # (a PVC, below a grouping folder) goes 2 -> 3 with it. Their findings name the files inside them.
+    repo = make_repo({str(p.relative_to(DIR_PER_APP)): p.read_bytes() for p in DIR_PER_APP.rglob("*") if p.is_file()})
+    config = repo / ".wave-bot.yaml"
+    config.write_text(config.read_text().replace("  redis: []\n", "  redis: [jellyfin]\n"))
+    git(repo, "commit", "-qam", "redis needs jellyfin")
+    deployed = files_at(repo, "HEAD")
+    code, out = apply(repo, "--format", "json")
+    assert code == 0
+    held = {f["path"]: f for f in json.loads(out)["findings"] if f["code"] == "move-held"}
+    assert sorted(held) == ["apps/wave-0/redis", "apps/wave-2/media/jellyseerr"]
+    assert "kubectl annotate namespace/redis kustomize.toolkit.fluxcd.io/prune=disabled" in held[
+        "apps/wave-0/redis"]["fix"]
+    assert git(repo, "status", "--porcelain") == ""  # nothing moved, no file inside them edited
+    assert simulate(deployed, files_at(repo, "HEAD")).deleted == set()
+    # Annotated live and accepted (the fix's commands), the next apply moves each directory whole.
+    for path in held:
+        names = [line.strip(" \\").strip("'") for line in held[path]["fix"].split("wave-bot accept", 1)[1]
+                 .splitlines()[1:]]
+        assert main(["accept", "--by", "alice", *names, "--base", "HEAD", str(repo)]) == 0
+    git(repo, "commit", "-qm", "accepted: annotated live")
+    capsys.readouterr()
+    assert apply(repo)[0] == 0
+    assert (repo / "apps/wave-2/redis/namespace.yaml").read_bytes() == deployed["apps/wave-0/redis/namespace.yaml"]
+    assert (repo / "apps/wave-3/media/jellyseerr/pvc.yaml").is_file()
