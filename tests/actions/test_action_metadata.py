@@ -29,7 +29,7 @@ EXAMPLE_WORKFLOW = PROJECT / "examples" / "workflows" / "wave-bot.yml"
 WORKFLOWS = sorted([*(PROJECT / ".github" / "workflows").glob("*.y*ml"),
                     *(PROJECT / "examples" / "workflows").glob("*.y*ml")])
 # What the layout is made of, with the default directories (.pre-commit-hooks.yaml's `files` too).
-TRIGGER_PATHS = ["catalog/**", "apps/**", "clusters/**", ".wave-bot.yaml"]
+TRIGGER_PATHS = ["catalog/**", "apps/**", "clusters/**", ".wave-bot.yaml", ".wave-bot-accept.yaml"]
 
 
 def load(path: Path) -> Any:
@@ -94,6 +94,15 @@ def test_the_consumer_workflow_triggers_on_everything_the_layout_is_made_of(tmp_
         assert load(path)["on"]["pull_request"]["paths"] == TRIGGER_PATHS, path
         assert "Adjust when .wave-bot.yaml moves" in path.read_text() or \
             "adjust when .wave-bot.yaml moves" in path.read_text(), f"{path}: say when to adjust the paths"
+
+
+def test_the_pre_commit_hook_runs_on_everything_the_layout_is_made_of() -> None:
+    # The same set as the workflow's paths: an acceptance committed alone changes check's verdict.
+    (hook,) = load(PROJECT / ".pre-commit-hooks.yaml")
+    files = re.compile(hook["files"])
+    samples = [p.replace("**", "x/y.yaml") for p in TRIGGER_PATHS]
+    assert [s for s in samples if not files.search(s)] == []
+    assert not files.search("README.md") and not files.search("docs/.wave-bot-accept.yaml.bak")
 
 
 def test_every_with_key_in_the_shipped_workflows_is_a_declared_input(tmp_path: Path) -> None:
