@@ -208,6 +208,23 @@ AGREE: dict[str, dict[str, str]] = {
             "apiVersion: v2\nkind: Other\nmetadata: {name: new, namespace: n}\n" + DEC,
             "{kind: Kustomization, name: apps-wave-0}")),
     },
+    # a value is copied where it lands: changing it later leaves the source, the other target and
+    # the patch itself as they were
+    "json6902 values are copies: of the source, and of the patch for every target": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: add, path: /spec/decryption, value: {provider: sops, secretRef: {name: a}}}\n"
+            "- {op: add, path: /spec/list, value: [0]}\n"
+            "- {op: copy, from: /spec/decryption, path: /spec/list/0}\n"
+            "- {op: replace, path: /spec/decryption/secretRef/name, value: b}\n"
+            "- {op: replace, path: /spec/list/1, value: {x: [1]}}\n"
+            "- {op: add, path: /spec/list/1/x/-, value: 2}\n"
+            "- {op: add, path: /spec/list/0, value: {w: [1]}}\n"
+            "- {op: add, path: /spec/list/0/w/-, value: 2}\n",
+            "{kind: Kustomization}")),
+    },
+    "null for a key the object lacks": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(smp("apps-wave-0", "spec: {absent: null}"))),
+    },
     "bases come after resources": {
         "clusters/o/kustomization.yaml": "resources: [extra.yaml]\nbases: [../base]\n",
         "clusters/o/extra.yaml": (
@@ -248,6 +265,27 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: /spec/decryption}", "{name: apps-wave-0}"))},
         "Unable to remove nonexistent key: decryption"),
+    "json add under a list index past the end": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: add, path: /spec/l, value: [1]}\n- {op: add, path: /spec/l/1/x, value: 1}",
+            "{name: apps-wave-0}"))},
+        "doc is missing path: /spec/l/1/x"),
+    "json add under a scalar": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: add, path: /spec/prune/x, value: 1}", "{name: apps-wave-0}"))},
+        "doc is missing path: /spec/prune/x"),
+    "json remove under a missing parent": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: remove, path: /spec/decryption/provider}", "{name: apps-wave-0}"))},
+        "doc is missing path: /spec/decryption/provider"),
+    "json remove past the end of a list": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: add, path: /spec/l, value: [1]}\n- {op: remove, path: /spec/l/1}", "{name: apps-wave-0}"))},
+        "index out of range in /spec/l/1"),
+    "json remove of the whole document": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: remove, path: ''}", "{name: apps-wave-0}"))},
+        "fails: cannot remove the whole document"),
     "json test that fails": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: test, path: /spec/prune, value: false}", "{name: apps-wave-0}"))},
