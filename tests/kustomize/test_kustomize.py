@@ -225,6 +225,17 @@ AGREE: dict[str, dict[str, str]] = {
     "null for a key the object lacks": {
         "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(smp("apps-wave-0", "spec: {absent: null}"))),
     },
+    "a target's group must match as well": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            smp("x", DEC), "{group: apps, kind: Kustomization, name: apps-wave-0}")),
+    },
+    "an annotation selector reads the object's own annotations": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: add, path: /data/picked, value: 'yes'}", "{annotationSelector: team=platform}"),
+            resources="[../base, cm.yaml]"),
+        "clusters/o/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: annotated\n"
+                              "  annotations: {team: platform}\ndata: {}\n",
+    },
     "bases come after resources": {
         "clusters/o/kustomization.yaml": "resources: [extra.yaml]\nbases: [../base]\n",
         "clusters/o/extra.yaml": (
@@ -320,7 +331,7 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
     "bad target regex": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: /spec/prune}", "{name: 'apps-wave-(0|1'}"))},
-        "target regular expression 'apps-wave-(0|1' does not parse"),
+        "clusters/o/kustomization.yaml:3: target regular expression 'apps-wave-(0|1' does not parse"),
     "a look-ahead RE2 refuses": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: /spec/prune}", "{name: '(?!apps-wave-1)apps-wave-.*'}"))},
@@ -532,8 +543,9 @@ def test_label_selectors(expression: str, expected: bool) -> None:
 
 
 def test_unreadable_label_selector_is_unsupported() -> None:
-    with pytest.raises(Unsupported, match="label selector 'tier > 1' is not one wave-bot understands"):
+    with pytest.raises(Unsupported, match="label selector 'tier > 1' is not one wave-bot understands") as caught:
         label_selector_matches("tier > 1", {})
+    assert caught.value.hint == "check this overlay by hand: kubectl kustomize <overlay>"
 
 
 def test_selector_regexes_are_anchored_and_match_original_names() -> None:
