@@ -297,6 +297,28 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: ''}", "{name: apps-wave-0}"))},
         "fails: cannot remove the whole document"),
+    # kustomization errors name the file and the entry's line, and say what is wrong
+    "a target that is not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay(
+            "patches:\n  - target: apps-wave-0\n    patch: |\n      - {op: remove, path: /spec/prune}\n")},
+        "clusters/o/kustomization.yaml:3: patches[0].target must be a mapping"),
+    "options that are not booleans": (
+        {"clusters/o/kustomization.yaml": overlay(
+            "patches:\n  - options: {allowNameChange: 'yes'}\n    patch: |\n"
+            + indent(smp("apps-wave-0", DEC), 6))},
+        "clusters/o/kustomization.yaml:3: patches[0].options must be a mapping of booleans"),
+    "legacy psm entry that is not a string": (
+        {"clusters/o/kustomization.yaml": overlay("patchesStrategicMerge:\n  - {a: 1}\n")},
+        "clusters/o/kustomization.yaml:3: patchesStrategicMerge[0] must be a string (a path or an inline patch)"),
+    "legacy psm inline patch without kind": (
+        {"clusters/o/kustomization.yaml": overlay(
+            "patchesStrategicMerge:\n  - |\n    metadata: {name: apps-wave-0}\n    spec: {}\n")},
+        "clusters/o/kustomization.yaml:3: patchesStrategicMerge[0]: a strategic-merge patch needs kind and "
+        "metadata.name"),
+    "legacy psm entry with a long name that is no file": (
+        {"clusters/o/kustomization.yaml": overlay("patchesStrategicMerge:\n  - " + "p" * 90 + ".yaml\n")},
+        "clusters/o/kustomization.yaml:3: patchesStrategicMerge[0]: '" + "p" * 80 + "' is neither a file nor a "
+        "strategic-merge patch"),
     "json test that fails": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: test, path: /spec/prune, value: false}", "{name: apps-wave-0}"))},
@@ -576,3 +598,12 @@ def test_which_json6902_patches_touch_decryption(ops: list[dict[str, Any]], touc
         "patches:\n" + inline(json.dumps(ops), "{kind: Kustomization, name: apps-wave-0}"))})
     (use,) = build(FsTree(str(tmp_path)), "clusters/o").patches
     assert use.form == "json6902" and use.touches_decryption is touches
+
+
+def test_a_legacy_patch_outside_the_repository_is_refused_at_its_line(tmp_path: Path) -> None:
+    write_files(tmp_path, {**BASE,
+                           "clusters/o/kustomization.yaml": overlay("patchesStrategicMerge:\n  - /etc/p.yaml\n")})
+    with pytest.raises(Unsupported) as caught:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert (caught.value.path, caught.value.line) == ("clusters/o/kustomization.yaml", 3)
+    assert caught.value.message.startswith("'/etc/p.yaml' is an absolute path")
