@@ -236,6 +236,13 @@ AGREE: dict[str, dict[str, str]] = {
         "clusters/o/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: annotated\n"
                               "  annotations: {team: platform}\ndata: {}\n",
     },
+    "a targeted strategic-merge patch: delete, and no namespace on a cluster-scoped object": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n"
+            + inline("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: any}\n$patch: delete\n", "{kind: ConfigMap}")
+            + inline("apiVersion: v1\nkind: Namespace\nmetadata: {name: any, namespace: flux-system}\n"
+                     "spec: {finalizers: [kubernetes]}\n", "{kind: Namespace}"), resources="[../base, ns.yaml]"),
+        "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n",
+    },
     "bases come after resources": {
         "clusters/o/kustomization.yaml": "resources: [extra.yaml]\nbases: [../base]\n",
         "clusters/o/extra.yaml": (
@@ -319,6 +326,20 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("patchesStrategicMerge:\n  - " + "p" * 90 + ".yaml\n")},
         "clusters/o/kustomization.yaml:3: patchesStrategicMerge[0]: '" + "p" * 80 + "' is neither a file nor a "
         "strategic-merge patch"),
+    "json op without op": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {path: /spec/prune}", "{name: apps-wave-0}"))},
+        "clusters/o/kustomization.yaml:3: patches[0]: 'unknown' is not a JSON6902 operation (add, remove, replace, "
+        "move, copy, test)"),
+    "json op that is not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline("- remove", "{name: apps-wave-0}"))},
+        "patches[0]: 'unknown' is not a JSON6902 operation"),
+    "json op without path": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline("- {op: remove}", "{name: apps-wave-0}"))},
+        "clusters/o/kustomization.yaml:3: patches[0]: a 'remove' operation needs 'path'"),
+    "a namespace that is not a string": (
+        {"clusters/o/kustomization.yaml": overlay("namespace: [a]\n")},
+        "clusters/o/kustomization.yaml:2: 'namespace' must be a string"),
     "json test that fails": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: test, path: /spec/prune, value: false}", "{name: apps-wave-0}"))},
@@ -338,7 +359,8 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
     "several smp documents with a target": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             smp("apps-wave-0", DEC) + "---\n" + smp("apps-wave-1", DEC), "{name: apps-wave-.*}"))},
-        "patches[0]: several strategic-merge patches in one entry cannot have a target"),
+        "clusters/o/kustomization.yaml:3: patches[0]: several strategic-merge patches in one entry cannot have a "
+        "target"),
     "smp without kind": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "metadata: {name: x}\n" + DEC, "{name: apps-wave-1}"))},
