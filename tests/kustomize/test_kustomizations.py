@@ -125,3 +125,17 @@ def test_each_reference_records_its_field_item_line_and_words(tmp_path: Path) ->
         ("k/conf.yaml", "configuration", 9, "configurations", 0, "conf.yaml"),
         ("k/schema.json", "configuration", 10, "openapi", -1, "schema.json"),  # the field's line
     ]
+
+
+def test_from_the_repository_root_every_kustomization_is_read_even_one_kustomize_would_vet(tmp_path: Path) -> None:
+    write_files(tmp_path, {
+        # a field kustomize rejects: the file is still read for what it names
+        "k/kustomization.yaml": "bogus: 1\npatches:\n  - path: p.yaml\n    target: {group: apps, kind: Kustomization,"
+                                " name: tools}\n",
+        "k/p.yaml": flux_kustomization("tools"),
+    })
+    model = read_kustomizations(FsTree(str(tmp_path)), "")
+    assert [k.path for k in model.files] == ["k/kustomization.yaml"]
+    assert model.roles("k/p.yaml") == {"patch"}
+    # a target of another group aims at another object, whatever its kind and name
+    assert model.patches_aimed_only_at(FLUX, "Kustomization", "tools") == []
