@@ -752,3 +752,35 @@ def test_fix_overlays_never_copies_a_patch_that_removes_decryption(tmp_path: Pat
     assert sorted(changes) == [DEV, "clusters/dev/patches/apps-wave-3-sops.yaml"]
     write_changes(root, changes.values())
     assert kubectl_decrypted(kubectl, root, "clusters/dev") == {0, 1, 2, 3}
+
+
+def test_discovery_follows_components_files_of_the_base_and_skips_remote_references(tmp_path: Path) -> None:
+    root = make(tmp_path, {
+        # a Component that lists the base (so it builds the waves itself), and an overlay using it
+        "clusters/shared/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+                                              "resources: [../base]\n",
+        DEV: "components: [../shared]\n",
+        "clusters/one/kustomization.yaml": "resources: [../base/apps-wave-0.yaml]\n",  # a file of the base
+        "clusters/remote/kustomization.yaml": "resources: [example.org/team/deploy]\n",  # a host: never fetched
+    })
+    assert discover_overlays(FsTree(str(root)), CFG) == ["clusters/dev", "clusters/one", "clusters/shared"]
+
+
+CLUSTER_APPS = "clusters/dev/cluster-apps.yaml"
+
+
+def test_a_flux_kustomization_of_the_base_is_checked_with_its_components(tmp_path: Path) -> None:
+    # kustomize-controller resolves spec.components against spec.path (./clusters/base)
+    root = make(tmp_path, {
+        COMPONENT: component((0, 1))[COMPONENT],
+        CLUSTER_APPS: "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+                      "metadata: {name: cluster-apps, namespace: flux-system}\n"
+                      "spec:\n  path: ./clusters/base\n  components: [../components/sops]\n",
+        # a Flux Kustomization without spec builds nothing wave-bot checks
+        "clusters/dev/unfinished.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+                                        "metadata: {name: unfinished, namespace: flux-system}\n",
+    })
+    [missing] = findings(root, sops=set())
+    assert (missing.code, missing.wave, missing.overlay) == (
+        "missing-decryption", 2,
+        f"{CLUSTER_APPS} (Flux Kustomization flux-system/cluster-apps, path ./clusters/base)")

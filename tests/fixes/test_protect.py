@@ -49,6 +49,9 @@ def test_only_the_named_object_of_a_file_gains_the_annotation() -> None:
     "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: app\n  annotations: {a: b}\n",
     "apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: PersistentVolumeClaim\n    metadata:\n"
     "      name: data\n      namespace: app\n",
+    # another value of the annotation: a second line would repeat the key, and wave-bot only adds lines
+    "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: app\n  annotations:\n"
+    "    kustomize.toolkit.fluxcd.io/prune: enabled\n",
 ])
 def test_what_cannot_be_edited_by_inserting_lines_is_refused(source: str) -> None:
     with pytest.raises(WaveBotError) as caught:
@@ -69,3 +72,21 @@ def test_the_refusal_says_which_block_cannot_take_a_line() -> None:
     with pytest.raises(WaveBotError) as caught:
         protect(flow.encode(), "a.yaml", [PVC])
     assert caught.value.message == "its metadata is not a block mapping wave-bot can add a line to"
+
+
+def test_the_inserted_lines_end_as_the_metadata_line_does_in_a_file_of_mixed_endings() -> None:
+    # an editor that wrote CRLF from `metadata:` on: the new lines end as the block they join
+    source = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\r\n  name: data\r\n  namespace: app\r\n"
+    assert protect(source.encode(), "a.yaml", [PVC]).decode() == (
+        f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\r\n  annotations:\r\n    {ADDED}\r\n"
+        "  name: data\r\n  namespace: app\r\n")
+
+
+def test_annotations_that_come_from_a_merge_key_are_refused_not_a_crash() -> None:
+    # `<<` gives metadata an annotations mapping that has no line of its own to add one to
+    merged = ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: app\n"
+              "  <<: {name: other, annotations: {a: b}}\n")
+    with pytest.raises(WaveBotError) as caught:
+        protect(merged.encode(), "a.yaml", [PVC])
+    assert (caught.value.path, caught.value.message) == (
+        "a.yaml", "its metadata.annotations is not a block mapping wave-bot can add a line to")

@@ -325,3 +325,95 @@ def test_a_directory_unit_whose_move_loses_data_waits_whole_until_accepted(
     assert apply(repo)[0] == 0
     assert (repo / "apps/wave-2/redis/namespace.yaml").read_bytes() == deployed["apps/wave-0/redis/namespace.yaml"]
     assert (repo / "apps/wave-3/media/jellyseerr/pvc.yaml").is_file()
+
+
+def held_findings(repo: Path) -> list[dict[str, object]]:
+    """The move-held findings of `apply --base HEAD`, as the JSON report gives them."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["apply", str(repo), "--base", "HEAD", "--format", "json"])
+    assert code == 0
+    return [f for f in json.loads(out.getvalue())["findings"] if f["code"] == "move-held"]
+
+
+def test_the_held_finding_names_both_waves_the_objects_and_the_next_step(example_repo: Path) -> None:
+    plex_depends_on_sonarr(example_repo)
+    objects = ("`Namespace plex`, `PersistentVolumeClaim plex/plex-data`, `Service plex/plex`, "
+               "`apps/Deployment plex/plex`")
+    assert held_findings(example_repo) == [{
+        "code": "move-held", "severity": "warning", "path": PLEX, "wave": 0, "resource": "Namespace plex",
+        "message": f"{PLEX} belongs in wave 2 (apps/wave-2/plex.yaml), but moving it now makes apps-wave-0 delete "
+                   f"{objects} before apps-wave-2 recreates them (data loss for `Namespace plex`, "
+                   "`PersistentVolumeClaim plex/plex-data`). So wave-bot does not move it yet: this change only "
+                   f"adds `{PRUNE}: disabled` to {objects} in {PLEX}, and the file stays in wave 0. Next: merge "
+                   "it, wait until apps-wave-0 has reconciled it (`flux get kustomization apps-wave-0`), then run "
+                   "wave-bot again (`wave-bot apply --base <the deployed revision>`, or push to the pull request): "
+                   "the annotation is then deployed and the move is safe. Once apps-wave-2 owns them, remove the "
+                   "annotation in a change of its own if Flux should garbage-collect them again (once that move is "
+                   "deployed, wave-bot names the lines: annotation-removable)",
+    }]
+
+
+def test_an_object_protected_at_base_is_neither_annotated_again_nor_named_as_deleted(
+        example_repo: Path, kubectl: Kubectl) -> None:
+    repo = example_repo
+    manifest = (repo / PLEX).read_text()
+    service = "kind: Service\nmetadata:\n"
+    assert manifest.count(service) == 1
+    (repo / PLEX).write_text(manifest.replace(service, f"{service}  annotations:\n    {PRUNE}: disabled\n"))
+    git(repo, "commit", "-qam", "the Service was protected before")
+    plex_depends_on_sonarr(repo)
+    protected = (repo / PLEX).read_text()
+
+    [held] = held_findings(repo)
+
+    # Its old wave leaves the Service in place: only the other three are deleted and annotated.
+    assert str(held["message"]).startswith(
+        f"{PLEX} belongs in wave 2 (apps/wave-2/plex.yaml), but moving it now makes apps-wave-0 delete "
+        "`Namespace plex`, `PersistentVolumeClaim plex/plex-data`, `apps/Deployment plex/plex` before apps-wave-2 "
+        "recreates them")
+    expected = protected
+    for kind in ("Namespace", "PersistentVolumeClaim", "Deployment"):
+        expected = expected.replace(f"kind: {kind}\nmetadata:\n", f"kind: {kind}\nmetadata:\n  annotations:\n"
+                                    f"    {PRUNE}: disabled  # wave-bot: move-held\n")
+    assert (repo / PLEX).read_text() == expected
+    built = kubectl(repo / "apps/wave-0")
+    assert built.returncode == 0, built.stderr
+    assert annotated(built.stdout) == PLEX_OBJECTS
+
+
+def test_a_file_protect_cannot_edit_is_held_with_a_command_per_object(example_repo: Path) -> None:
+    repo = example_repo
+    manifest = (repo / PLEX).read_text()
+    namespace = "kind: Namespace\nmetadata:\n  name: plex\n  labels:\n    app.kubernetes.io/part-of: apps\n"
+    assert manifest.count(namespace) == 1
+    # A flow mapping takes no inserted line, so wave-bot writes nothing and gives the commands instead.
+    (repo / PLEX).write_text(manifest.replace(
+        namespace, "kind: Namespace\nmetadata: {name: plex, labels: {app.kubernetes.io/part-of: apps}}\n"))
+    git(repo, "commit", "-qam", "plex's Namespace in flow style")
+    plex_depends_on_sonarr(repo)
+    before = (repo / PLEX).read_bytes()
+
+    held = held_findings(repo)
+
+    objects = ("`Namespace plex`, `PersistentVolumeClaim plex/plex-data`, `Service plex/plex`, "
+               "`apps/Deployment plex/plex`")
+    assert held == [{
+        "code": "move-held", "severity": "warning", "path": PLEX, "wave": 0, "resource": "Namespace plex",
+        "message": f"{PLEX} belongs in wave 2 (apps/wave-2/plex.yaml), but moving it now makes apps-wave-0 delete "
+                   f"{objects} before apps-wave-2 recreates them (data loss for `Namespace plex`, "
+                   "`PersistentVolumeClaim plex/plex-data`). So wave-bot does not move it yet, and adds no "
+                   "annotation: wave-bot cannot edit it safely (its metadata is not a block mapping wave-bot can "
+                   "add a line to). To go on: annotate the live objects with the commands in the fix, then accept "
+                   "the move for each of them in .wave-bot-accept.yaml (the fix's `wave-bot accept` command writes "
+                   "the entries) and run wave-bot again: it then moves the file. Once apps-wave-2 owns them, remove "
+                   f"the annotation (the same commands with `{PRUNE}-`)",
+        # A Namespace is cluster-scoped: its command takes no -n.
+        "fix": f"kubectl annotate namespace/plex {PRUNE}=disabled\n"
+               f"kubectl -n plex annotate persistentvolumeclaim/plex-data {PRUNE}=disabled\n"
+               f"kubectl -n plex annotate service/plex {PRUNE}=disabled\n"
+               f"kubectl -n plex annotate deployment.apps/plex {PRUNE}=disabled\n"
+               "wave-bot accept --by '<your name>' \\\n  'Namespace plex' \\\n  'PersistentVolumeClaim plex/plex-data' "
+               "\\\n  'Service plex/plex' \\\n  'apps/Deployment plex/plex'",
+    }]
+    assert (repo / PLEX).read_bytes() == before

@@ -103,3 +103,63 @@ def test_the_clusters_own_patch_is_found_however_its_directory_is_spelt(asked: s
                            "clusters/dev-2/flux-system/gotk-components.yaml": "# flux install\n"})
     model = read_kustomizations(FsTree(str(tmp_path)), "clusters")
     assert rule_for(Config(), model, asked).secrets == ("sops-age", "cluster-key")
+
+
+CONTROLLER_SMP = """resources: [gotk-components.yaml]
+patches:
+  - patch: |
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: kustomize-controller, namespace: flux-system}
+      spec:
+        template:
+          spec:
+            containers:
+              - name: manager
+                args: [--sops-age-secret=cluster-key]
+"""
+
+
+@pytest.mark.parametrize("kustomization", [
+    FLUX_SYSTEM.replace("labelSelector: app.kubernetes.io/component=kustomize-controller",
+                        "name: kustomize-controller"),
+    FLUX_SYSTEM.replace("{kind: Deployment, labelSelector: app.kubernetes.io/component=kustomize-controller}",
+                        "{group: apps, version: v1, kind: Deployment, name: kustomize-controller}"),
+    CONTROLLER_SMP,
+], ids=["target by name", "target by group and version", "strategic merge without target"])
+def test_every_way_of_naming_the_controller_sets_its_key(kustomization: str, tmp_path: Path) -> None:
+    write_files(tmp_path, {"clusters/dev/flux-system/kustomization.yaml": kustomization,
+                           "clusters/dev/flux-system/gotk-components.yaml": "# flux install\n"})
+    model = read_kustomizations(FsTree(str(tmp_path)), "clusters")
+    assert rule_for(Config(), model, "clusters/dev").describe() == (
+        "provider sops, and secretRef.name sops-age or cluster-key or no secretRef, per kustomize-controller "
+        "--sops-age-secret=cluster-key in clusters/dev/flux-system/kustomization.yaml")
+
+
+@pytest.mark.parametrize("kustomization", [
+    CONTROLLER_SMP.replace("name: kustomize-controller", "name: helm-controller"),
+    # a selector wave-bot cannot read says nothing about which Deployment the patch changes
+    FLUX_SYSTEM.replace("app.kubernetes.io/component=kustomize-controller", "'tier > 1'"),
+], ids=["strategic merge of another Deployment", "unreadable selector"])
+def test_a_patch_not_known_to_change_the_controller_sets_no_key(kustomization: str, tmp_path: Path) -> None:
+    write_files(tmp_path, {"clusters/dev/flux-system/kustomization.yaml": kustomization,
+                           "clusters/dev/flux-system/gotk-components.yaml": "# flux install\n"})
+    model = read_kustomizations(FsTree(str(tmp_path)), "clusters")
+    assert rule_for(Config(), model, "clusters/dev").describe() == (
+        "provider sops and secretRef.name sops-age, per decryption_secret")
+
+
+def test_a_cluster_at_the_repository_root_takes_the_key_from_any_directory(tmp_path: Path) -> None:
+    # a Flux Kustomization file at the root has "" as its cluster directory: everything is under it
+    write_files(tmp_path, {"clusters/dev/flux-system/kustomization.yaml": FLUX_SYSTEM,
+                           "clusters/dev/flux-system/gotk-components.yaml": "# flux install\n"})
+    model = read_kustomizations(FsTree(str(tmp_path)), "clusters")
+    assert rule_for(Config(decryption_secret=None), model, "").describe() == (
+        "provider sops, and secretRef.name cluster-key or no secretRef, per kustomize-controller "
+        "--sops-age-secret=cluster-key in clusters/dev/flux-system/kustomization.yaml")
+
+
+def test_the_controller_level_rule_says_where_it_comes_from() -> None:
+    # quoted in every missing-decryption finding ("wave-bot expects ...")
+    assert configured_rule(Config(decryption_secret=None)).describe() == (
+        "provider sops and no secretRef, per decryption_secret: null (a controller-level key)")

@@ -202,3 +202,42 @@ def test_a_kustomization_applies_each_merge_key_where_it_stands_as_kustomize_doe
     assert (value.get("namespace"), value.get("commonLabels")) == (metadata.get("namespace"), metadata.get("labels"))
     (doc,) = yamlio.scan(tree.read("k/kustomization.yaml"), "k.yaml", capture=lambda p: True)
     assert doc.scalars.get(("namespace",)) == metadata.get("namespace")
+
+
+def test_each_reference_records_its_field_item_line_and_words(tmp_path: Path) -> None:
+    # what a finding quotes when it names the line that still refers to a file (wave-removable, ...)
+    files = ("p1.yaml", "p2.yaml", "p3.yaml", "crd.yaml", "conf.yaml", "schema.json")
+    write_files(tmp_path, {
+        "k/kustomization.yaml": (
+            "resources: [example.org/team/app]\n"  # a host: remote, no reference
+            "patchesStrategicMerge: [p1.yaml]\n"
+            "patches:\n  - path: p2.yaml\n"
+            "patchesJson6902:\n  - path: p3.yaml\n    target: {kind: X, name: x}\n"
+            "crds: [crd.yaml]\n"
+            "configurations: [conf.yaml]\n"
+            "openapi:\n  path: ' schema.json'\n"),
+        **{f"k/{name}": "{}\n" for name in files},
+    })
+    model = read_kustomizations(FsTree(str(tmp_path)), "k")
+    assert [(r.path, r.role, r.line, r.key, r.index, r.written) for r in model.references] == [
+        ("k/p1.yaml", "patch", 2, "patchesStrategicMerge", 0, "p1.yaml"),
+        ("k/p2.yaml", "patch", 4, "patches", 0, "p2.yaml"),
+        ("k/p3.yaml", "patch", 6, "patchesJson6902", 0, "p3.yaml"),
+        ("k/crd.yaml", "configuration", 8, "crds", 0, "crd.yaml"),
+        ("k/conf.yaml", "configuration", 9, "configurations", 0, "conf.yaml"),
+        ("k/schema.json", "configuration", 10, "openapi", -1, "schema.json"),  # the field's line
+    ]
+
+
+def test_from_the_repository_root_every_kustomization_is_read_even_one_kustomize_would_vet(tmp_path: Path) -> None:
+    write_files(tmp_path, {
+        # a field kustomize rejects: the file is still read for what it names
+        "k/kustomization.yaml": "bogus: 1\npatches:\n  - path: p.yaml\n    target: {group: apps, kind: Kustomization,"
+                                " name: tools}\n",
+        "k/p.yaml": flux_kustomization("tools"),
+    })
+    model = read_kustomizations(FsTree(str(tmp_path)), "")
+    assert [k.path for k in model.files] == ["k/kustomization.yaml"]
+    assert model.roles("k/p.yaml") == {"patch"}
+    # a target of another group aims at another object, whatever its kind and name
+    assert model.patches_aimed_only_at(FLUX, "Kustomization", "tools") == []

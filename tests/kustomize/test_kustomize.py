@@ -208,6 +208,41 @@ AGREE: dict[str, dict[str, str]] = {
             "apiVersion: v2\nkind: Other\nmetadata: {name: new, namespace: n}\n" + DEC,
             "{kind: Kustomization, name: apps-wave-0}")),
     },
+    # a value is copied where it lands: changing it later leaves the source, the other target and
+    # the patch itself as they were
+    "json6902 values are copies: of the source, and of the patch for every target": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: add, path: /spec/decryption, value: {provider: sops, secretRef: {name: a}}}\n"
+            "- {op: add, path: /spec/list, value: [0]}\n"
+            "- {op: copy, from: /spec/decryption, path: /spec/list/0}\n"
+            "- {op: replace, path: /spec/decryption/secretRef/name, value: b}\n"
+            "- {op: replace, path: /spec/list/1, value: {x: [1]}}\n"
+            "- {op: add, path: /spec/list/1/x/-, value: 2}\n"
+            "- {op: add, path: /spec/list/0, value: {w: [1]}}\n"
+            "- {op: add, path: /spec/list/0/w/-, value: 2}\n",
+            "{kind: Kustomization}")),
+    },
+    "null for a key the object lacks": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(smp("apps-wave-0", "spec: {absent: null}"))),
+    },
+    "a target's group must match as well": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            smp("x", DEC), "{group: apps, kind: Kustomization, name: apps-wave-0}")),
+    },
+    "an annotation selector reads the object's own annotations": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: add, path: /data/picked, value: 'yes'}", "{annotationSelector: team=platform}"),
+            resources="[../base, cm.yaml]"),
+        "clusters/o/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: annotated\n"
+                              "  annotations: {team: platform}\ndata: {}\n",
+    },
+    "a targeted strategic-merge patch: delete, and no namespace on a cluster-scoped object": {
+        "clusters/o/kustomization.yaml": overlay("patches:\n"
+            + inline("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: any}\n$patch: delete\n", "{kind: ConfigMap}")
+            + inline("apiVersion: v1\nkind: Namespace\nmetadata: {name: any, namespace: flux-system}\n"
+                     "spec: {finalizers: [kubernetes]}\n", "{kind: Namespace}"), resources="[../base, ns.yaml]"),
+        "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n",
+    },
     "bases come after resources": {
         "clusters/o/kustomization.yaml": "resources: [extra.yaml]\nbases: [../base]\n",
         "clusters/o/extra.yaml": (
@@ -248,6 +283,63 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: /spec/decryption}", "{name: apps-wave-0}"))},
         "Unable to remove nonexistent key: decryption"),
+    "json add under a list index past the end": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: add, path: /spec/l, value: [1]}\n- {op: add, path: /spec/l/1/x, value: 1}",
+            "{name: apps-wave-0}"))},
+        "doc is missing path: /spec/l/1/x"),
+    "json add under a scalar": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: add, path: /spec/prune/x, value: 1}", "{name: apps-wave-0}"))},
+        "doc is missing path: /spec/prune/x"),
+    "json remove under a missing parent": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: remove, path: /spec/decryption/provider}", "{name: apps-wave-0}"))},
+        "doc is missing path: /spec/decryption/provider"),
+    "json remove past the end of a list": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: add, path: /spec/l, value: [1]}\n- {op: remove, path: /spec/l/1}", "{name: apps-wave-0}"))},
+        "index out of range in /spec/l/1"),
+    "json remove of the whole document": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: remove, path: ''}", "{name: apps-wave-0}"))},
+        "fails: cannot remove the whole document"),
+    # kustomization errors name the file and the entry's line, and say what is wrong
+    "a target that is not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay(
+            "patches:\n  - target: apps-wave-0\n    patch: |\n      - {op: remove, path: /spec/prune}\n")},
+        "clusters/o/kustomization.yaml:3: patches[0].target must be a mapping"),
+    "options that are not booleans": (
+        {"clusters/o/kustomization.yaml": overlay(
+            "patches:\n  - options: {allowNameChange: 'yes'}\n    patch: |\n"
+            + indent(smp("apps-wave-0", DEC), 6))},
+        "clusters/o/kustomization.yaml:3: patches[0].options must be a mapping of booleans"),
+    "legacy psm entry that is not a string": (
+        {"clusters/o/kustomization.yaml": overlay("patchesStrategicMerge:\n  - {a: 1}\n")},
+        "clusters/o/kustomization.yaml:3: patchesStrategicMerge[0] must be a string (a path or an inline patch)"),
+    "legacy psm inline patch without kind": (
+        {"clusters/o/kustomization.yaml": overlay(
+            "patchesStrategicMerge:\n  - |\n    metadata: {name: apps-wave-0}\n    spec: {}\n")},
+        "clusters/o/kustomization.yaml:3: patchesStrategicMerge[0]: a strategic-merge patch needs kind and "
+        "metadata.name"),
+    "legacy psm entry with a long name that is no file": (
+        {"clusters/o/kustomization.yaml": overlay("patchesStrategicMerge:\n  - " + "p" * 90 + ".yaml\n")},
+        "clusters/o/kustomization.yaml:3: patchesStrategicMerge[0]: '" + "p" * 80 + "' is neither a file nor a "
+        "strategic-merge patch"),
+    "json op without op": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {path: /spec/prune}", "{name: apps-wave-0}"))},
+        "clusters/o/kustomization.yaml:3: patches[0]: 'unknown' is not a JSON6902 operation (add, remove, replace, "
+        "move, copy, test)"),
+    "json op that is not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline("- remove", "{name: apps-wave-0}"))},
+        "patches[0]: 'unknown' is not a JSON6902 operation"),
+    "json op without path": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline("- {op: remove}", "{name: apps-wave-0}"))},
+        "clusters/o/kustomization.yaml:3: patches[0]: a 'remove' operation needs 'path'"),
+    "a namespace that is not a string": (
+        {"clusters/o/kustomization.yaml": overlay("namespace: [a]\n")},
+        "clusters/o/kustomization.yaml:2: 'namespace' must be a string"),
     "json test that fails": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: test, path: /spec/prune, value: false}", "{name: apps-wave-0}"))},
@@ -267,7 +359,8 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
     "several smp documents with a target": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             smp("apps-wave-0", DEC) + "---\n" + smp("apps-wave-1", DEC), "{name: apps-wave-.*}"))},
-        "patches[0]: several strategic-merge patches in one entry cannot have a target"),
+        "clusters/o/kustomization.yaml:3: patches[0]: several strategic-merge patches in one entry cannot have a "
+        "target"),
     "smp without kind": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "metadata: {name: x}\n" + DEC, "{name: apps-wave-1}"))},
@@ -282,7 +375,7 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
     "bad target regex": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: /spec/prune}", "{name: 'apps-wave-(0|1'}"))},
-        "target regular expression 'apps-wave-(0|1' does not parse"),
+        "clusters/o/kustomization.yaml:3: target regular expression 'apps-wave-(0|1' does not parse"),
     "a look-ahead RE2 refuses": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: /spec/prune}", "{name: '(?!apps-wave-1)apps-wave-.*'}"))},
@@ -494,8 +587,9 @@ def test_label_selectors(expression: str, expected: bool) -> None:
 
 
 def test_unreadable_label_selector_is_unsupported() -> None:
-    with pytest.raises(Unsupported, match="label selector 'tier > 1' is not one wave-bot understands"):
+    with pytest.raises(Unsupported, match="label selector 'tier > 1' is not one wave-bot understands") as caught:
         label_selector_matches("tier > 1", {})
+    assert caught.value.hint == "check this overlay by hand: kubectl kustomize <overlay>"
 
 
 def test_selector_regexes_are_anchored_and_match_original_names() -> None:
@@ -526,3 +620,12 @@ def test_which_json6902_patches_touch_decryption(ops: list[dict[str, Any]], touc
         "patches:\n" + inline(json.dumps(ops), "{kind: Kustomization, name: apps-wave-0}"))})
     (use,) = build(FsTree(str(tmp_path)), "clusters/o").patches
     assert use.form == "json6902" and use.touches_decryption is touches
+
+
+def test_a_legacy_patch_outside_the_repository_is_refused_at_its_line(tmp_path: Path) -> None:
+    write_files(tmp_path, {**BASE,
+                           "clusters/o/kustomization.yaml": overlay("patchesStrategicMerge:\n  - /etc/p.yaml\n")})
+    with pytest.raises(Unsupported) as caught:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert (caught.value.path, caught.value.line) == ("clusters/o/kustomization.yaml", 3)
+    assert caught.value.message.startswith("'/etc/p.yaml' is an absolute path")

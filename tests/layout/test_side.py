@@ -34,6 +34,9 @@ def test_a_side_branch_sorts_after_its_wave_and_before_the_next() -> None:
     assert sorted([2, Side(1), 1, Side(0), 0]) == [0, Side(0), 1, Side(1), 2]
     assert Side(1) != 1 and len({1, Side(1)}) == 2  # a side branch is never its wave
     assert str(Side(3)) == "3-side"
+    # <= and >= too, against plain waves as well (new-deepest-wave compares max(waves) <= the old deepest)
+    assert Side(1) >= 1 and Side(1) <= 2 and not Side(1) <= 1 and not Side(1) >= 2
+    assert 1 <= Side(1) <= Side(1) and 2 >= Side(1) >= Side(0)
 
 
 @pytest.mark.parametrize(("new", "old", "expected"), [
