@@ -208,7 +208,8 @@ def test_a_helmrelease_moved_to_a_later_wave_is_an_uninstall_and_an_error_with_p
     (move,) = about(plan(repo, capsys), RELEASE)
     assert move["code"] == "later-wave-move" and move["severity"] == "error"
     assert "helm-controller uninstalls the release" in move["message"] and "restart" not in move["message"]
-    assert "spec.values.persistence.enabled is true" in move["message"]
+    assert ("spec.values.persistence.enabled is true, so the chart templates a volume claim, deleted with its data"
+            in move["message"])
     assert "Not evaluated, check by hand: what the chart renders" in move["message"]
 
 
@@ -453,3 +454,157 @@ def test_a_helmrelease_moving_from_a_tier_into_a_wave_is_an_uninstall(
     (moved,) = about(plan(repo, capsys), RELEASE)
     assert (moved["code"], moved["severity"]) == ("cross-kustomization-move", "error")
     assert "helm-controller uninstalls the release" in moved["message"]
+
+
+# ---- what the mutation run of checks.cascade let through (tools/mutation.py) ----------------------
+
+
+def removed_child(repo: Path, capsys: pytest.CaptureFixture[str], unit: str,
+                  files: dict[str, str] | None = None) -> dict[str, Any]:
+    """The finding on the pihole child Kustomization `unit` when its unit file is deleted."""
+    repo = with_unit(repo, unit, files)
+    (repo / "apps/wave-0/pihole.yaml").unlink()
+    (removed,) = about(plan(repo, capsys), CHILD)
+    assert removed["code"] == "resource-removed"
+    return removed
+
+
+CLUSTER_ROLE = ("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: pihole-reader\n"
+                "rules: []\n")
+
+
+def test_a_target_namespace_moves_namespaced_objects_only_and_keeps_their_annotations(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept = APP["kubernetes/pihole/app/pvc.yaml"].replace(
+        "metadata:\n", "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n", 1)
+    files = {**APP, "kubernetes/pihole/app/pvc.yaml": kept, "kubernetes/pihole/app/role.yaml": CLUSTER_ROLE,
+             "kubernetes/pihole/app/kustomization.yaml": "resources: [deployment.yaml, pvc.yaml, role.yaml]\n"}
+    removed = removed_child(example_repo, capsys, child(extra="  targetNamespace: dns\n"), files)
+    assert "Left in place (they carry kustomize.toolkit.fluxcd.io/prune: disabled): PersistentVolumeClaim " \
+           "dns/pihole-data" in removed["message"]
+    assert "apps/Deployment dns/pihole" in removed["message"]
+    assert "rbac.authorization.k8s.io/ClusterRole pihole-reader" in removed["message"]
+    assert "ClusterRole dns/" not in removed["message"] and removed["severity"] != "error"
+
+
+def test_prune_disabled_as_a_label_keeps_the_object_too(example_repo: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # kustomize-controller skips an object labelled or annotated kustomize.toolkit.fluxcd.io/prune: disabled
+    labelled = APP["kubernetes/pihole/app/pvc.yaml"].replace(
+        "metadata:\n", "metadata:\n  labels:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n", 1)
+    removed = removed_child(example_repo, capsys, child(), {**APP, "kubernetes/pihole/app/pvc.yaml": labelled})
+    assert f"Left in place (they carry kustomize.toolkit.fluxcd.io/prune: disabled): {PIHOLE_PVC}" in removed[
+        "message"]
+    assert "Data is lost" not in removed["message"] and removed["severity"] != "error"
+
+
+def test_a_child_path_without_manifests_is_said_not_evaluated(example_repo: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    removed = removed_child(example_repo, capsys, child(), {"kubernetes/pihole/app/README.md": "nothing yet\n"})
+    assert ("Not evaluated, check by hand: what ./kubernetes/pihole/app builds (kubernetes/pihole/app: has no "
+            "manifests (kustomize-controller fails on an empty path))") in removed["message"]
+
+
+def test_a_child_path_that_builds_nothing_deletes_nothing(example_repo: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    empty = {"kubernetes/pihole/app/kustomization.yaml": "resources: []\n"}
+    removed = removed_child(example_repo, capsys, child(), empty)
+    assert "deletes everything in its inventory with it (its inventory is empty, so nothing)" in removed["message"]
+
+
+def test_an_unsupported_spec_key_of_the_child_is_said_not_evaluated(example_repo: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    removed = removed_child(example_repo, capsys, child(extra="  namePrefix: dns-\n"))
+    assert "Not evaluated, check by hand: what it applies (its spec.namePrefix is not evaluated by wave-bot)" in \
+        removed["message"]
+    assert PIHOLE_PVC not in removed["message"]
+
+
+def test_a_dropped_child_kustomization_tells_its_cascade(example_repo: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    # Its unit file kept without it: wave 0 prunes the child, whose finalizer prunes the PVC.
+    settings = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pihole-settings\n  namespace: pihole\n"
+    repo = with_unit(example_repo, f"{child()}---\n{settings}")
+    (repo / "apps/wave-0/pihole.yaml").write_text(settings)
+    found = plan(repo, capsys)
+    (dropped,) = about(found, CHILD)
+    assert dropped["code"] == "resource-dropped" and dropped["severity"] == "error"
+    assert "its finalizer (prune: true) deletes everything in its inventory" in dropped["message"]
+    assert PIHOLE_PVC in dropped["message"]
+
+
+def test_past_twelve_objects_the_rest_are_counted(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    maps = {f"kubernetes/pihole/app/cm-{i:02}.yaml": f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i:02}\n"
+                                                      f"  namespace: pihole\n" for i in range(14)}
+    listed = ", ".join(["deployment.yaml", "pvc.yaml", *(p.rsplit("/", 1)[1] for p in maps)])
+    files = {**APP, **maps, "kubernetes/pihole/app/kustomization.yaml": f"resources: [{listed}]\n"}
+    removed = removed_child(example_repo, capsys, child(), files)
+    # 15 objects that are not stateful: 12 named, 3 counted; the PVC always named
+    assert f"with it: {PIHOLE_PVC}, " in removed["message"]
+    assert " and 3 more (whatever applies them again recreates them empty)" in removed["message"]
+
+
+def test_a_release_inside_the_child_is_said_uninstalled(example_repo: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    files = {"kubernetes/pihole/app/kustomization.yaml": "resources: [release.yaml]\n",
+             "kubernetes/pihole/app/release.yaml": release()}
+    removed = removed_child(example_repo, capsys, child(), files)
+    assert (f"with it: {RELEASE}; helm-controller uninstalls {RELEASE}, deleting what its chart rendered "
+            "(whatever applies them again recreates them empty)") in removed["message"]
+
+
+def test_a_release_reading_values_from_elsewhere_says_they_were_not_evaluated(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = "  valuesFrom:\n    - kind: ConfigMap\n      name: pihole-values\n"
+    repo = with_unit(example_repo, release(values), {})
+    (repo / "apps/wave-0/pihole.yaml").unlink()
+    (removed,) = about(plan(repo, capsys), RELEASE)
+    assert f"the values {RELEASE} reads from ConfigMaps or Secrets (spec.valuesFrom)" in removed["message"]
+
+
+def test_values_objects_of_a_configured_stateful_kind_inside_a_list_are_data_loss(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + "stateful_kinds:\n  - redis.example.com/Redis\n")
+    values = """  values:
+    extraObjects:
+      - apiVersion: redis.example.com/v1
+        kind: Redis
+        metadata: {name: cache}
+      - apiVersion: postgresql.cnpg.io/v1
+        kind: Cluster
+        metadata: {namespace: pihole}
+"""
+    repo = with_unit(example_repo, release(values), {})
+    (repo / "apps/wave-0/pihole.yaml").unlink()
+    (removed,) = about(plan(repo, capsys), RELEASE)
+    assert removed["severity"] == "error"
+    assert ("spec.values.extraObjects[0] holds redis.example.com/Redis cache, which the chart renders: it is "
+            "deleted and its state is lost (redis.example.com/Redis is listed in stateful_kinds)") in removed["message"]
+    # a name the chart fills in is not in the values: the object is named without one
+    assert "spec.values.extraObjects[1] holds postgresql.cnpg.io/Cluster pihole/, which the chart renders" in \
+        removed["message"]
+
+
+def test_a_child_reading_the_waves_configured_source_is_evaluated(example_repo: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    config = example_repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + "kustomization_template:\n  apiVersion: kustomize.toolkit.fluxcd.io/v1\n"
+                      "  kind: Kustomization\n"
+                      "  spec:\n    interval: 10m\n    prune: true\n"
+                      "    sourceRef: {kind: OCIRepository, name: home-ops}\n")
+    unit = child().replace("kind: GitRepository\n    name: flux-system\n", "kind: OCIRepository\n    name: home-ops\n")
+    removed = removed_child(example_repo, capsys, unit)
+    assert PIHOLE_PVC in removed["message"] and "Not evaluated" not in removed["message"]
+
+
+@pytest.mark.parametrize("path", ["", "./"])
+def test_a_child_building_the_repository_root_is_built_from_the_root(
+    path: str, example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No spec.path is the source's root to Flux, as `./` is (this one fails on a file that is no manifest).
+    removed = removed_child(example_repo, capsys, child(path=path))
+    assert "Not evaluated, check by hand: what ./ builds (.sops.yaml: " in removed["message"]

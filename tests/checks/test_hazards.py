@@ -901,3 +901,44 @@ def test_prune_values_that_are_not_yaml_1_2_booleans_are_invalid(
     if value.startswith(("'", '"')):
         assert f"spec.prune: {value.replace(chr(39), chr(34))}, which is quoted" in found.message
         assert found.fix == f"spec:\n  prune: {value.strip(chr(39) + chr(34))}\n"  # the boolean it spells
+
+
+TOOLS_KUSTOMIZATION = """apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: tools
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./tools
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"""
+
+
+@pytest.mark.parametrize("protected", [False, True])
+def test_a_move_from_a_wave_to_an_unordered_kustomization_is_safe_only_when_protected(
+    example_repo: Path, protected: bool
+) -> None:
+    # Nothing orders apps-wave-0 and tools: wave 0 may prune the claim before tools adopts it, unless
+    # the copy wave 0 applied carries prune: disabled.
+    claim = SHARED.replace("  namespace: shared\n", "  namespace: shared\n" + (ANNOTATION if protected else ""))
+    append(example_repo, "apps/wave-0/pihole.yaml", claim)
+    write_files(example_repo, {"clusters/base/tools.yaml": TOOLS_KUSTOMIZATION,
+                               "tools/kustomization.yaml": "resources: [shared.yaml]\n",
+                               "tools/shared.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tools\n"})
+    edit(example_repo, "clusters/base/kustomization.yaml", "  - cluster-vars.yaml",
+         "  - tools.yaml\n  - cluster-vars.yaml")
+    commit(example_repo, "wave 0 applies shared-data; tools exists")
+    edit(example_repo, "apps/wave-0/pihole.yaml", claim, "")
+    write_files(example_repo, {"tools/shared.yaml": claim.lstrip("-\n")})
+    commit(example_repo, "tools applies shared-data")
+    moved = of(hazards(example_repo), SHARED_PVC)
+    assert moved.code == "cross-kustomization-move"
+    if protected:
+        assert moved.severity == "info"
+        assert "so apps-wave-0 leaves it in place and tools adopts it" in moved.message
+    else:
+        assert moved.severity == "error" and "they race" in moved.message

@@ -3,7 +3,9 @@ overlay, checked against real kustomize."""
 from __future__ import annotations
 
 import difflib
+import json
 import os
+import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 
 from bot.checks.overlays import base_findings, decryption_findings, new_deepest_wave_findings
+from bot.cli import main
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.fixes.overlays import fix_overlays
@@ -22,7 +25,7 @@ from bot.repo.tree import PlannedTree
 from bot.repo.worktree import FsTree
 from bot.yamlio import documents as yamlio
 
-from conftest import Kubectl, write_files
+from conftest import Kubectl, cluster_apps, write_files
 
 CFG = Config()
 SECRET = CFG.decryption_secret
@@ -784,3 +787,67 @@ def test_a_flux_kustomization_of_the_base_is_checked_with_its_components(tmp_pat
     assert (missing.code, missing.wave, missing.overlay) == (
         "missing-decryption", 2,
         f"{CLUSTER_APPS} (Flux Kustomization flux-system/cluster-apps, path ./clusters/base)")
+
+
+# ---- the Flux-level fix, pasted as a user pastes it --------------------------------------------------
+
+OWN_PATCHES = """    - target:
+        kind: ConfigMap
+        name: cluster-vars
+      patch: |
+        - op: replace
+          path: /data/CLUSTER_ENV
+          value: dev
+    - target:
+        kind: Kustomization
+        name: apps-wave-0
+      patch: |
+        - op: add
+          path: /spec/retryInterval
+          value: 7m
+"""
+
+
+def flux_level_plan(repo: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    capsys.readouterr()
+    assert main(["plan", str(repo), "--format", "json"]) == 0
+    return list(json.loads(capsys.readouterr().out)["findings"])
+
+
+@pytest.mark.parametrize("own", [OWN_PATCHES, ""], ids=["own patches", "patches: null"])
+def test_pasting_the_flux_level_fix_decrypts_every_wave_and_keeps_the_paths_own_patches(
+    own: str, example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, tmp_path: Path
+) -> None:
+    # clusters/dev in the cluster-template layout: a Flux Kustomization builds the base with its own
+    # spec.patches (cluster-vars, a wave's retryInterval), or none, and none of them decrypts.
+    unit = "clusters/dev/cluster-apps.yaml"
+    write_files(example_repo, {"clusters/dev/kustomization.yaml": "resources:\n  - cluster-apps.yaml\n",
+                               unit: cluster_apps(own)})
+    before = flux_level_plan(example_repo, capsys)
+    missing = [f for f in before if f["code"] == "missing-decryption" and f["path"] == unit]
+    assert sorted(f["wave"] for f in missing) == [0, 1, 2]
+    (fix,) = {f["fix"] for f in missing}
+    header, item = fix.split("\n", 1)
+    assert header.startswith(f"# {unit}: add under spec.patches: of ")
+    with open(example_repo / unit, "a") as handle:  # spec.patches is its last key: the item goes below
+        handle.write("".join(f"    {line}" if line.strip() else line for line in item.splitlines(keepends=True)))
+    after = flux_level_plan(example_repo, capsys)
+    assert [f for f in after if f["code"] == "missing-decryption"] == []
+    assert {f["code"] for f in after} <= {f["code"] for f in before} - {"missing-decryption"}
+    # What kustomize-controller builds: the base with the Flux Kustomization's spec.patches appended.
+    built = tmp_path / "built"
+    shutil.copytree(example_repo / "clusters/base", built)
+    kust = yamlio.load_one((built / "kustomization.yaml").read_bytes(), "base").value  # type: ignore[union-attr]
+    spec = yamlio.load_one((example_repo / unit).read_bytes(), unit).value["spec"]  # type: ignore[union-attr]
+    (built / "kustomization.yaml").write_bytes(yamlio.dump({**kust, "patches": [*kust.get("patches", []),
+                                                                                *spec["patches"]]}))
+    real = kubectl(built)
+    assert real.returncode == 0, real.stderr
+    objects = {(d.value["kind"], d.value["metadata"]["name"]): d.value
+               for d in yamlio.load(real.stdout.encode(), "kubectl")}
+    for n in ALL:
+        assert objects[("Kustomization", f"apps-wave-{n}")]["spec"]["decryption"] == {
+            "provider": "sops", "secretRef": {"name": SECRET}}
+    if own:
+        assert objects[("ConfigMap", "cluster-vars")]["data"]["CLUSTER_ENV"] == "dev"
+        assert objects[("Kustomization", "apps-wave-0")]["spec"]["retryInterval"] == "7m"
