@@ -73,6 +73,11 @@ def _carries(value: Any) -> bool:
     return isinstance(annotations, dict) and str(annotations.get(PRUNE_KEY, "")).casefold() == PRUNE_DISABLED
 
 
+class ManifestSetsPrune(WaveBotError):
+    """The manifest sets the prune annotation to another value: a kubectl annotation would not
+    last (Flux reapplies the file's value), so the file itself must change."""
+
+
 def protect(data: bytes, path: str, targets: Collection[ResourceId]) -> bytes:
     """`data` with the annotation on every object of `targets` (those carrying it already stay as
     they are). Only whole lines are inserted; an object wave-bot cannot edit so is a WaveBotError."""
@@ -94,6 +99,13 @@ def protect(data: bytes, path: str, targets: Collection[ResourceId]) -> bytes:
         if _carries(value):
             expected.append(value)
             continue
+        other = ((value.get("metadata") or {}).get("annotations") or {}).get(PRUNE_KEY)
+        if other is not None:
+            # Flux applies the file's value over a live annotation: only the file can protect it.
+            raise ManifestSetsPrune(
+                f"it sets {PRUNE_KEY}: {other} on {rid}, which Flux applies over any live annotation; change "
+                f"that value to {PRUNE_DISABLED} in the file, merge it, then run wave-bot again", path=path,
+                line=doc.info.lines.get(("metadata", "annotations", PRUNE_KEY)))
         inserts.append(_insertion(lines, doc, path))
         expected.append(_annotated(value))
     missing = sorted(str(r) for r in set(targets) - found)
@@ -108,4 +120,4 @@ def protect(data: bytes, path: str, targets: Collection[ResourceId]) -> bytes:
     return out if inserts else data
 
 
-__all__ = ["MARK", "protect"]
+__all__ = ["MARK", "ManifestSetsPrune", "protect"]

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.fixes.protect import MARK, protect
+from bot.fixes.protect import MARK, ManifestSetsPrune, protect
 from bot.flux.stateful import is_stateful
 from bot.flux.vocabulary import PRUNE_DISABLED, PRUNE_KEY
 from bot.layout.placement import AppFile
@@ -100,6 +100,7 @@ def hold(tree: Tree, config: Config, held: Held, targets: Mapping[str, AppFile])
     before the hold (where each is, and where it belongs)."""
     changes = []
     found: dict[str, tuple[list[ResourceId], str]] = {}  # path -> (the objects, why it is not annotated)
+    by_hand: dict[str, ManifestSetsPrune] = {}  # the file sets another prune value: only its own edit lasts
     for path, (names, _) in sorted(held.items()):
         if tree.kind(path) == "dir":
             # Its objects are what its kustomization builds (namespace, patches), not what each file
@@ -118,6 +119,8 @@ def hold(tree: Tree, config: Config, held: Held, targets: Mapping[str, AppFile])
         else:
             try:
                 edited = protect(data, path, rids)
+            except ManifestSetsPrune as exc:
+                by_hand[path] = exc
             except WaveBotError as exc:
                 why = f"wave-bot cannot edit it safely ({exc.message})"
         if edited is not None and edited != data:
@@ -130,8 +133,27 @@ def hold(tree: Tree, config: Config, held: Held, targets: Mapping[str, AppFile])
         node = targets[path].node
         waiting = [_waits(p, targets[p], *found[p], config) for p, other in sorted(held.items())
                    if not other.losing and node is not None and targets[p].node == node]
+        if path in by_hand:
+            findings.append(_edit_by_hand(path, targets[path], found[path][0], by_hand[path], config))
+            continue
         findings.append(_held_finding(path, targets[path], *found[path], config, waiting))
     return changes, findings
+
+
+def _edit_by_hand(path: str, source: AppFile, rids: Sequence[ResourceId], exc: ManifestSetsPrune,
+                  config: Config) -> Finding:
+    """The held move of a file that sets the prune annotation to another value itself: a live
+    `kubectl annotate` would be undone by the next reconcile, so the fix is the file's own value."""
+    old_cr = config.wave_cr_name(source.wave) if source.wave is not None else "its Kustomization"
+    objects = ", ".join(f"`{r}`" for r in rids)
+    return Finding(
+        code="move-held", severity="warning", path=path, line=exc.line, wave=source.wave,
+        resource=str(rids[0]) if rids else None,
+        message=f"{path} belongs in wave {source.target_wave} ({source.target}), but moving it now makes {old_cr} "
+                f"delete {objects} before the new wave recreates them. So wave-bot does not move it yet, and adds "
+                f"no annotation: {exc.message}. Once that is deployed the next run moves the file",
+        fix=f"metadata:\n  annotations:\n    {PRUNE_KEY}: {PRUNE_DISABLED}\n",
+    )
 
 
 def _waits(path: str, source: AppFile, rids: Sequence[ResourceId], why: str, config: Config) -> str:

@@ -417,3 +417,38 @@ def test_a_file_protect_cannot_edit_is_held_with_a_command_per_object(example_re
                "\\\n  'Service plex/plex' \\\n  'apps/Deployment plex/plex'",
     }]
     assert (repo / PLEX).read_bytes() == before
+
+
+def test_a_manifest_that_sets_another_prune_value_is_told_to_change_it_not_to_annotate_live(
+        example_repo: Path) -> None:
+    # The file says prune: enabled on plex's Namespace: Flux reapplies that over a live annotation, so
+    # the kubectl route would not protect it; the value in the file is what must change.
+    repo = example_repo
+    manifest = (repo / PLEX).read_text()
+    namespace = "kind: Namespace\nmetadata:\n"
+    assert manifest.count(namespace) == 1
+    (repo / PLEX).write_text(manifest.replace(namespace, f"{namespace}  annotations:\n    {PRUNE}: enabled\n"))
+    git(repo, "commit", "-qam", "plex's Namespace says prune: enabled")
+    plex_depends_on_sonarr(repo)
+    before = (repo / PLEX).read_bytes()
+    line = before.decode().splitlines().index(f"    {PRUNE}: enabled") + 1
+
+    [held] = held_findings(repo)
+
+    assert (repo / PLEX).read_bytes() == before and not (repo / "apps/wave-2/plex.yaml").exists()
+    assert (held["path"], held["line"]) == (PLEX, line)
+    assert f"it sets {PRUNE}: enabled on Namespace plex, which Flux applies over any live annotation; change " \
+           "that value to disabled in the file" in str(held["message"])
+    assert "kubectl" not in str(held["fix"]) and "mapping key" not in str(held["message"])
+    # Done as said, the next run protects the rest, and the one after moves the file.
+    (repo / PLEX).write_text(before.decode().replace(f"{PRUNE}: enabled", f"{PRUNE}: disabled"))
+    git(repo, "commit", "-qam", "plex's Namespace protected by hand")
+    deployed = files_at(repo, "HEAD")
+    assert apply(repo)[0] == 0
+    git(repo, "commit", "-qam", "wave-bot: protect the rest")
+    assert simulate(deployed, files_at(repo, "HEAD")).deleted == set()
+    deployed = files_at(repo, "HEAD")
+    assert apply(repo)[0] == 0
+    git(repo, "commit", "-qam", "wave-bot: move")
+    assert (repo / "apps/wave-2/plex.yaml").is_file()
+    assert simulate(deployed, files_at(repo, "HEAD")).deleted == set()
