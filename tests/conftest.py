@@ -78,6 +78,22 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return out
 
 
+TOOLS_KUSTOMIZATION = """apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: tools
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./tools
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"""
+"""A Flux Kustomization `tools` (not a wave) that prunes what ./tools holds."""
+
+
 def cluster_apps(patches: str) -> str:
     """The Flux Kustomization `cluster-apps` of the cluster-template layout: it builds ./clusters/base,
     with `patches` (list items indented four spaces) as its own spec.patches."""

@@ -18,7 +18,7 @@ from bot.model import Finding
 from bot.plan import make_plan
 from bot.repo.git import GitTree, mover
 from bot.repo.worktree import FsTree, apply_changes
-from tests.conftest import Kubectl, git, write_files
+from tests.conftest import TOOLS_KUSTOMIZATION, Kubectl, git, write_files
 
 PVC = "PersistentVolumeClaim gitea/gitea-data"
 ANNOTATION = "  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
@@ -901,21 +901,6 @@ def test_prune_values_that_are_not_yaml_1_2_booleans_are_invalid(
     if value.startswith(("'", '"')):
         assert f"spec.prune: {value.replace(chr(39), chr(34))}, which is quoted" in found.message
         assert found.fix == f"spec:\n  prune: {value.strip(chr(39) + chr(34))}\n"  # the boolean it spells
-
-
-TOOLS_KUSTOMIZATION = """apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: tools
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./tools
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-"""
 
 
 @pytest.mark.parametrize("protected", [False, True])

@@ -10,21 +10,8 @@ import pytest
 
 from bot.cli import main
 
-from conftest import Kubectl, cluster_apps, git, write_files
+from conftest import TOOLS_KUSTOMIZATION, Kubectl, cluster_apps, git, write_files
 
-TOOLS = """apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: tools
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./tools
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-"""
 TOOLS_PATCH = """apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata:
@@ -62,7 +49,7 @@ def test_1_removing_a_kustomization_with_a_targeted_patch_file_in_any_kustomizat
     base_k.write_text(base_text.replace("resources:\n", "resources:\n  - tools.yaml\n", 1))
     prod_text = prod.read_text() + "  - path: patches/tools.yaml\n    target: {kind: Kustomization, name: tools}\n"
     prod.unlink()
-    write_files(example_repo, {"clusters/base/tools.yaml": TOOLS, f"clusters/prod/{name}": prod_text,
+    write_files(example_repo, {"clusters/base/tools.yaml": TOOLS_KUSTOMIZATION, f"clusters/prod/{name}": prod_text,
                                "clusters/prod/patches/tools.yaml": TOOLS_PATCH,
                                "tools/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: t, namespace: x}\n"})
     commit(example_repo, "add tools")
