@@ -144,14 +144,11 @@ def _edit_by_hand(path: str, source: AppFile, rids: Sequence[ResourceId], exc: M
                   config: Config) -> Finding:
     """The held move of a file that sets the prune annotation to another value itself: a live
     `kubectl annotate` would be undone by the next reconcile, so the fix is the file's own value."""
-    old_cr = config.wave_cr_name(source.wave) if source.wave is not None else "its Kustomization"
-    objects = ", ".join(f"`{r}`" for r in rids)
     return Finding(
         code="move-held", severity="warning", path=path, line=exc.line, wave=source.wave,
         resource=str(rids[0]) if rids else None,
-        message=f"{path} belongs in wave {source.target_wave} ({source.target}), but moving it now makes {old_cr} "
-                f"delete {objects} before the new wave recreates them. So wave-bot does not move it yet, and adds "
-                f"no annotation: {exc.message}. Once that is deployed the next run moves the file",
+        message=f"{_moving(path, source, rids, config)}, and adds no annotation: {exc.message}. Once that is "
+                "deployed the next run moves the file",
         fix=f"metadata:\n  annotations:\n    {PRUNE_KEY}: {PRUNE_DISABLED}\n",
     )
 
@@ -173,18 +170,25 @@ def _waits(path: str, source: AppFile, rids: Sequence[ResourceId], why: str, con
             f"before that merge: {commands}")
 
 
-def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: str, config: Config,
-                  waiting: Sequence[str] = ()) -> Finding:
-    target = source  # one record: where the file is (.wave) and where it belongs (.target_wave)
-    here = f"wave {source.wave}" if source.wave is not None else f"{config.apps_dir}/"
+def _moving(path: str, source: AppFile, rids: Sequence[ResourceId], config: Config) -> str:
+    """The held finding's first sentence: where the file belongs, what its move would delete now."""
     old_cr = config.wave_cr_name(source.wave) if source.wave is not None else "its Kustomization"
-    new_cr = config.wave_cr_name(target.target_wave) if target.target_wave is not None else "its new wave"
+    new_cr = config.wave_cr_name(source.target_wave) if source.target_wave is not None else "its new wave"
     objects = ", ".join(f"`{r}`" for r in rids)
     losing = ", ".join(f"`{r}`" for r in rids if is_stateful(r, config))
     loss = f" (data loss for {losing})" if losing else ""
+    return (f"{path} belongs in wave {source.target_wave} ({source.target}), but moving it now makes {old_cr} "
+            f"delete {objects} before {new_cr} recreates them{loss}. So wave-bot does not move it yet")
+
+
+def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: str, config: Config,
+                  waiting: Sequence[str] = ()) -> Finding:
+    here = f"wave {source.wave}" if source.wave is not None else f"{config.apps_dir}/"
+    old_cr = config.wave_cr_name(source.wave) if source.wave is not None else "its Kustomization"
+    new_cr = config.wave_cr_name(source.target_wave) if source.target_wave is not None else "its new wave"
+    objects = ", ".join(f"`{r}`" for r in rids)
     also = f". Its unit's other files wait and then move with it: {'; '.join(waiting)}" if waiting else ""
-    moving = (f"{path} belongs in wave {target.target_wave} ({target.target}), but moving it now makes {old_cr} "
-              f"delete {objects} before {new_cr} recreates them{loss}. So wave-bot does not move it yet")
+    moving = _moving(path, source, rids, config)
     commands = "\n".join(kubectl_annotate(r) for r in rids)
     if why:
         # Then the acceptance, as `wave-bot accept` writes it (the name is the user's to fill in).
