@@ -193,13 +193,13 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
             if fixes and f.fix:
                 lines += _text_fix(f.fix, "    ")
     lines.append("")
+    held = sum(f.code == "move-held" for f in plan.findings)
     if plan.changes:
         lines.append(f"{len(plan.changes)} change(s) {'applied' if applied else 'to apply'}:")
         for change in plan.changes:
             arrow = f"{change.source} -> {change.path}" if change.source else change.path
             lines.append(f"  {change.action:<7} {arrow}")
-    elif any(f.code == "move-held" for f in plan.findings):
-        held = sum(f.code == "move-held" for f in plan.findings)
+    elif held:
         lines.append(f"No file to move, create, update or delete now: {held} move(s) wait until their "
                      "objects are protected (move-held below).")
     else:
