@@ -36,7 +36,7 @@ RELATED: dict[str, tuple[str, ...]] = {
     "checks.removal": ("checks/test_lifecycle.py", "checks/test_hazards.py"),
     "checks.cutover": ("checks/test_lifecycle.py", "actions/test_cutover.py"),
     "checks.cascade": ("checks/test_cascade.py",),
-    "checks.acceptance": ("checks/test_acceptance.py",),
+    "checks.acceptance": ("checks/test_acceptance.py", "checks/test_accept_command.py", "report/test_markdown.py"),
     "checks.overlays": ("checks/test_overlays.py", "flux/test_decryption.py"),
     "flux.ownership": ("checks/test_hazards.py", "actions/test_action_ownership.py"),
     "flux.stateful": ("checks/test_hazards.py", "checks/test_cascade.py"),

@@ -45,5 +45,6 @@ def test_prepare_copies_the_tree_and_scopes_mutmut_to_the_modules_and_their_test
     settings = tomllib.loads((tmp_path / "run" / "pyproject.toml").read_text())["tool"]["mutmut"]
     assert settings["only_mutate"] == ["bot/fixes/protect.py", "bot/checks/acceptance.py"]
     assert settings["pytest_add_cli_args_test_selection"] == [
-        "tests/checks/test_acceptance.py", "tests/fixes/test_protect.py", "tests/fixes/test_stepping.py"]
+        "tests/checks/test_accept_command.py", "tests/checks/test_acceptance.py", "tests/fixes/test_protect.py",
+        "tests/fixes/test_stepping.py", "tests/report/test_markdown.py"]
     assert settings["source_paths"] == ["bot"]
