@@ -292,6 +292,7 @@ def test_a_variable_defined_nowhere(capsys: pytest.CaptureFixture[str], example_
     rows = (example_repo / "apps/wave-0/pihole.yaml").read_text().splitlines()
     assert finding["line"] == next(n for n, row in enumerate(rows, 1) if "${BACKUP_BUCKET}" in row)
     assert "(on every entrypoint)" in finding["message"] and "strict mode" in finding["message"]
+    assert "${BACKUP_BUCKET} in apps/wave-0/pihole.yaml (Deployment pihole/pihole)" in finding["message"]
     assert finding["fix"] == ("add BACKUP_BUCKET to the ConfigMap cluster-vars (clusters/base/cluster-vars.yaml), "
                               "or give it a default: ${BACKUP_BUCKET:=<value>}")
 
@@ -350,25 +351,30 @@ def test_the_disabled_annotation_and_label(capsys: pytest.CaptureFixture[str], e
     _use(example_repo, "${BACKUP_BUCKET}")
     pihole = example_repo / "apps/wave-0/pihole.yaml"
     text = pihole.read_text()
-    assert "kind: Deployment\nmetadata:\n" in text
     code, report = check(capsys, example_repo)
     assert [f["resource"] for f in found(report, "substitution-")] == ["BACKUP_BUCKET"]
-    for key in ("annotations", "labels"):
-        pihole.write_text(text.replace("kind: Deployment\nmetadata:\n", "kind: Deployment\nmetadata:\n"
-                                       f"  {key}:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\n", 1))
+    deployment = "kind: Deployment\nmetadata:\n  name: pihole\n  namespace: pihole\n  labels:\n"
+    assert deployment in text  # the label goes beside the ones it has: a second labels: key would be invalid
+    disabled = "    kustomize.toolkit.fluxcd.io/substitute: disabled\n"
+    annotated = text.replace(deployment, deployment.replace("  labels:\n", "  annotations:\n" + disabled + "  labels:\n"))
+    labelled = text.replace(deployment, deployment + disabled)
+    for key, variant in (("annotations", annotated), ("labels", labelled)):
+        pihole.write_text(variant)
         code, report = check(capsys, example_repo)
-        assert [f["resource"] for f in found(report, "substitution-")] == [], key
+        assert (code, [f["resource"] for f in found(report, "substitution-")]) == (0, []), key
 
 
 def test_a_tier_without_post_build_ships_the_variable_literally(
         capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
     write_files(example_repo, {"clusters/base/platform.yaml": tier("platform", "platform", post=False),
-                               "platform/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
-                                                   "  namespace: cnpg-system\ndata:\n  a: ${CLUSTER_DOMAIN}\n"})
-    _list(example_repo, "platform", "cnpg-system.yaml", "cm.yaml")
+                               "platform/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n"
+                                                   "  labels:\n    domain: ${CLUSTER_DOMAIN}\n"})
+    _list(example_repo, "platform", "cnpg-system.yaml", "ns.yaml")
     code, report = check(capsys, example_repo)
     [finding] = found(report, "substitution-")
     assert (finding["code"], finding["severity"]) == ("substitution-without-postbuild", "warning")
+    assert (finding["path"], finding["line"]) == ("platform/ns.yaml", 6)
+    assert "${CLUSTER_DOMAIN} in platform/ns.yaml (Namespace x) reaches the cluster as written" in finding["message"]
     assert "postBuild:\n  substitute:\n    CLUSTER_DOMAIN: <value>" in finding["fix"]
 
 
@@ -412,6 +418,9 @@ def test_sources_secrets_inline_and_optional(capsys: pytest.CaptureFixture[str],
     [finding] = found(report, "substitution-")
     assert (finding["code"], finding["severity"]) == ("substitution-source-missing", "warning")
     assert re.search(r"ConfigMap flux-system/absent.*OTHER", finding["message"])
+    assert (finding["path"], finding["resource"], finding["wave"]) == ("clusters/base/apps-wave-0.yaml", "apps-wave-0", 0)
+    main(["check", str(example_repo), "--format", "markdown"])
+    assert "apps-wave-0" in tier_graph(capsys.readouterr().out)[2]  # the tier is marked in the comment's graph
 
 
 def test_every_tier_code_is_in_the_readme_table() -> None:
@@ -520,6 +529,19 @@ def test_a_tier_wave_bot_cannot_build_is_said_not_guessed(
     assert set(notes) == {"plain", "remote"} and {f["severity"] for f in notes.values()} == {"info"}
     assert "./plain has no kustomization, so kustomize-controller generates one" in notes["plain"]["message"]
     assert "its sourceRef is of kind OCIRepository" in notes["remote"]["message"]
+
+
+def test_a_tier_wave_bot_cannot_build_does_not_hide_the_tiers_after_it(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    _use(example_repo, "${BACKUP_BUCKET}")
+    oci = tier("remote", "deploy").replace("kind: GitRepository", "kind: OCIRepository")
+    write_files(example_repo, {"clusters/base/remote.yaml": oci})
+    kust = example_repo / "clusters/base/kustomization.yaml"
+    kust.write_text(kust.read_text().replace("  - flux-system.yaml", "  - remote.yaml\n  - flux-system.yaml"))
+    code, report = check(capsys, example_repo)
+    assert [f["resource"] for f in found(report, "tier-not-checked")] == ["remote"]
+    assert [(f["code"], f["resource"]) for f in found(report, "substitution-")] == [
+        ("substitution-unresolved", "BACKUP_BUCKET")]
 
 
 def test_a_race_the_other_way_round_is_not_fixed_by_a_cycle(
