@@ -207,7 +207,8 @@ def _deadlock(tier: Tier, obj: Object, gk: GroupKind, creator: Creator, objects:
                                         "healthy first\n")
     fix = (f"# create {target} and list it in the resources: beside {posixpath.basename(tier.file)}:\n{gate}"
            + yamlio.dump(new).decode()
-           + f"# then move {', '.join(files)} into ./{new_path}/ (with a kustomization.yaml listing them)\n")
+           + f"# then move {', '.join(files)} into ./{new_path}/, listed in a kustomization.yaml there and no longer "
+             "in the resources: that list them now\n")
     return Issue(
         code="crd-same-pass-as-creator", severity="error",
         message=(f"{tier.title} applies {_name(gk)} ({obj.source}) in the same pass as the {creator.obj.id.kind} CR "

@@ -13,6 +13,7 @@ from bot.cli import main
 from bot.yamlio import documents as yamlio
 
 from conftest import Kubectl, git, write_files
+from support import fluxcrd
 
 FLUX = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
 
@@ -131,11 +132,42 @@ def with_cdi_operator(repo: Path) -> None:
     _list(repo, "platform", "cnpg-system.yaml", "cdi-operator.yaml")
 
 
+def follow_split(repo: Path, fix: str) -> dict[str, Any]:
+    """Do what a crd-same-pass-as-creator fix says, as a user reads it; the new Flux Kustomization."""
+    create = re.match(r"# create (\S+) and list it in the resources: beside (\S+):\n", fix)
+    assert create is not None, fix
+    target, beside = create.groups()
+    gate = re.search(r"^# and set spec.wait: true on \S+ \((\S+)\)", fix, flags=re.M)
+    if gate is not None:
+        gated = repo / gate.group(1)
+        gated.write_text(gated.read_text().replace("wait: false", "wait: true"))
+    new = fluxcrd.validate(yamlio.load(fix.encode(), "fix")[0].value)
+    write_files(repo, {target: yamlio.dump(new).decode()})
+    listing = repo / Path(target).parent / "kustomization.yaml"
+    listing.write_text(listing.read_text().replace(f"  - {beside}", f"  - {Path(target).name}\n  - {beside}", 1))
+    move = re.search(r"^# then move (.+) into \./(\S+)/, listed in a kustomization.yaml there and no longer in "
+                     r"the resources: that list them now$", fix, flags=re.M)
+    assert move is not None, fix
+    files, directory = move.group(1).split(", "), repo / move.group(2)
+    directory.mkdir()
+    for name in files:
+        (repo / name).rename(directory / Path(name).name)
+        old = repo / Path(name).parent / "kustomization.yaml"
+        old.write_text(old.read_text().replace(f"  - {Path(name).name}\n", ""))
+    _list(repo, str(directory.relative_to(repo)), *(Path(n).name for n in files))
+    return new
+
+
+@pytest.mark.parametrize("gated", [True, False])
 def test_a_second_order_crd_in_the_pass_of_its_creating_cr(
-        capsys: pytest.CaptureFixture[str], example_repo: Path, kubectl: Kubectl) -> None:
+        capsys: pytest.CaptureFixture[str], example_repo: Path, kubectl: Kubectl, gated: bool) -> None:
     with_cdi_operator(example_repo)
-    write_files(example_repo, {"platform-config/cdi.yaml": CDI_CR, "platform-config/cdi-storageprofiles.yaml": PROFILE})
+    write_files(example_repo, {"platform-config/cdi.yaml": CDI_CR, "platform-config/cdi-storageprofiles.yaml": PROFILE,
+                               "clusters/base/platform-config.yaml": tier("platform-config", "platform-config",
+                                                                          "platform", wait=gated)})
     _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "cdi.yaml", "cdi-storageprofiles.yaml")
+    config = example_repo / "clusters/base/platform-config.yaml"
+    config.write_text(config.read_text().replace("interval: 10m", "interval: 30m"))
     # kustomize itself puts the CR and the profile in one pass:
     built = {(d.value["kind"]) for d in yamlio.load(kubectl(example_repo / "platform-config").stdout.encode(), "out")}
     assert {"CDI", "StorageProfile"} <= built
@@ -146,19 +178,15 @@ def test_a_second_order_crd_in_the_pass_of_its_creating_cr(
     assert finding["resource"] == "cdi.kubevirt.io/StorageProfile"
     assert (finding["path"], finding["line"]) == ("platform-config/cdi-storageprofiles.yaml", 1)
     assert "platform-config/cdi.yaml" in finding["message"]
-    fix = finding["fix"]
-    new = next(d.value for d in yamlio.load(fix.encode(), "fix") if isinstance(d.value, dict))
+    main(["check", str(example_repo), "--format", "markdown"])
+    assert "platform-config" in tier_graph(capsys.readouterr().out)[2]
+    # The fix as the issue describes it, followed as written: the profiles in a tier of their own,
+    # Ready-gated after the CR's tier, reconciled as often as it.
+    new = follow_split(example_repo, finding["fix"])
     assert new["metadata"]["name"] == "platform-config-cdi"
     assert new["spec"]["dependsOn"] == [{"name": "platform-config"}] and new["spec"]["wait"] is True
-    assert new["spec"]["path"] == "./platform-config-cdi"
-    # The fix as the issue describes it: the profiles in a tier of their own, after the CR's tier.
-    (example_repo / "platform-config/cdi-storageprofiles.yaml").rename(example_repo / "cdi-storageprofiles.yaml")
-    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "cdi.yaml")
-    (example_repo / "platform-config-cdi").mkdir()
-    (example_repo / "cdi-storageprofiles.yaml").rename(example_repo / "platform-config-cdi/cdi-storageprofiles.yaml")
-    _list(example_repo, "platform-config-cdi", "cdi-storageprofiles.yaml")
-    write_files(example_repo, {"clusters/base/platform-config-cdi.yaml": yamlio.dump(new).decode()})
-    add_base_entry(example_repo, "platform-config-cdi")
+    assert (new["spec"]["path"], new["spec"]["interval"]) == ("./platform-config-cdi", "30m")
+    assert new["spec"]["sourceRef"] == {"kind": "GitRepository", "name": "flux-system"}
     code, report = check(capsys, example_repo)
     assert found(report, "crd-") == [] and code == 0
 
@@ -173,6 +201,11 @@ def test_a_second_order_crd_in_the_pass_of_its_creating_cr(
     ("apiVersion: apiextensions.crossplane.io/v1\nkind: CompositeResourceDefinition\nmetadata:\n"
      "  name: xdatabases.db.example.org\nspec:\n  group: db.example.org\n  names:\n    kind: XDatabase\n",
      "apiVersion: db.example.org/v1\nkind: XDatabase\nmetadata:\n  name: db\n", "db.example.org/XDatabase"),
+    ("apiVersion: apiextensions.crossplane.io/v1\nkind: CompositeResourceDefinition\nmetadata:\n"
+     "  name: xdatabases.db.example.org\nspec:\n  group: db.example.org\n  names:\n    kind: XDatabase\n"
+     "  claimNames:\n    kind: Database\n",
+     "apiVersion: db.example.org/v1\nkind: Database\nmetadata:\n  name: db\n  namespace: default\n",
+     "db.example.org/Database"),
     ("apiVersion: pkg.crossplane.io/v1\nkind: Provider\nmetadata:\n  name: provider-aws-s3\n",
      "apiVersion: s3.aws.upbound.io/v1beta1\nkind: Bucket\nmetadata:\n  name: b\n", "s3.aws.upbound.io/Bucket"),
 ])
@@ -202,7 +235,9 @@ def test_a_second_order_crd_after_an_ungated_creator_races(
     code, report = check(capsys, example_repo)
     [finding] = found(report, "crd-")
     assert (finding["code"], finding["severity"]) == ("crd-not-ordered", "error")
-    assert "not Ready-gated" in finding["message"] and finding["fix"].endswith("wait: true\n")
+    assert "not Ready-gated (no wait: true, no healthChecks)" in finding["message"]
+    assert "whose CRD comes from platform-config (whose controller creates it)" in finding["message"]
+    assert finding["fix"].endswith("wait: true\n")
 
 
 WIDGET_CRD = crd("example.com", "Widget")
@@ -219,6 +254,7 @@ def test_a_crd_from_a_tier_it_does_not_depend_on_races(capsys: pytest.CaptureFix
     assert code == 1
     [finding] = found(report, "crd-")
     assert (finding["code"], finding["resource"]) == ("crd-not-ordered", "example.com/Widget")
+    assert (finding["path"], finding["line"]) == ("platform-config/widget.yaml", 1)
     assert "platform-config does not depend on extras" in finding["message"]
     deps = yamlio.load(finding["fix"].encode(), "fix")[0].value["dependsOn"]
     assert deps == [{"name": "platform"}, {"name": "extras"}]
@@ -227,6 +263,35 @@ def test_a_crd_from_a_tier_it_does_not_depend_on_races(capsys: pytest.CaptureFix
     _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "widget.yaml", "crd.yaml")
     code, report = check(capsys, example_repo)
     assert found(report, "crd-") == []
+
+
+def test_a_race_fix_followed_as_written_orders_the_tiers(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    # The CRD's tier lives in another namespace and is not Ready-gated; the tier that races already
+    # names its dependency's namespace.
+    extras = tier("extras", "extras", wait=False).replace("namespace: flux-system", "namespace: infra")
+    config = tier("platform-config", "platform-config").replace(
+        "    - name: platform\n", "    - name: platform\n      namespace: flux-system\n")
+    config = config.replace("spec:\n", "spec:\n  dependsOn:\n    - name: platform\n      namespace: flux-system\n", 1)
+    write_files(example_repo, {"extras/crd.yaml": WIDGET_CRD, "platform-config/widget.yaml": WIDGET,
+                               "clusters/base/extras.yaml": extras, "clusters/base/platform-config.yaml": config})
+    _list(example_repo, "extras", "crd.yaml")
+    _list(example_repo, "platform-config", "storageclass-longhorn.yaml", "widget.yaml")
+    add_base_entry(example_repo, "extras")
+    code, report = check(capsys, example_repo)
+    [finding] = found(report, "crd-")
+    fix = finding["fix"]
+    head, wait = "# in clusters/base/platform-config.yaml, under spec: of platform-config\n", \
+        "# and set spec.wait: true on infra/extras (clusters/base/extras.yaml)\n"
+    assert fix.startswith(head) and fix.endswith(wait)
+    deps = yamlio.load(fix.encode(), "fix")[0].value["dependsOn"]
+    assert deps == [{"name": "platform", "namespace": "flux-system"}, {"name": "extras", "namespace": "infra"}]
+    # As written: the dependsOn list replaces the tier's, and extras waits for what it applies.
+    (example_repo / "clusters/base/platform-config.yaml").write_text(
+        config.replace("  dependsOn:\n    - name: platform\n      namespace: flux-system\n",
+                       "".join(f"  {row}\n" for row in yamlio.dump({"dependsOn": deps}).decode().splitlines())))
+    (example_repo / "clusters/base/extras.yaml").write_text(extras.replace("wait: false", "wait: true"))
+    code, report = check(capsys, example_repo)
+    assert [f for f in report["findings"] if f["code"].startswith(("crd-", "depends-on"))] == []
 
 
 def test_a_kind_without_a_known_source_is_reported_once(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
@@ -239,6 +304,8 @@ def test_a_kind_without_a_known_source_is_reported_once(capsys: pytest.CaptureFi
     [finding] = found(report, "crd-")  # StorageClass is built in; snapshot.storage.k8s.io is not
     assert (finding["code"], finding["severity"]) == ("crd-source-unknown", "warning")
     assert finding["resource"] == "snapshot.storage.k8s.io/VolumeSnapshotClass"
+    assert ("no tier applies a CRD for snapshot.storage.k8s.io/VolumeSnapshotClass (first used in platform-config/"
+            "a.yaml)") in finding["message"] and ".wave-bot.yaml declares no source" in finding["message"]
     config = example_repo / ".wave-bot.yaml"
     config.write_text(config.read_text() + "  - kind: snapshot.storage.k8s.io/VolumeSnapshotClass\n"
                       "    kustomization: platform\n")
