@@ -335,6 +335,7 @@ def test_a_protected_object_that_is_dropped_is_a_warning(example_repo: Path) -> 
     commit(example_repo, "unlist pihole")
     finding = of(hazards(example_repo), "PersistentVolumeClaim pihole/pihole-data")
     assert (finding.code, finding.severity) == ("resource-dropped", "warning")
+    assert (finding.path, finding.wave) == ("apps/wave-0/pihole.yaml", 0)
     assert finding.message.endswith(
         "It carries kustomize.toolkit.fluxcd.io/prune: disabled, so Flux leaves it in the cluster, unmanaged. "
         "Put it back in a wave, or delete it by hand"
@@ -375,6 +376,7 @@ def test_deleting_a_file_removes_its_objects(example_repo: Path) -> None:
         "reconciles"
     )
     assert service.fix is None
+    assert (service.path, service.line, service.wave) == ("apps/wave-0/pihole.yaml", 62, 0)  # its apiVersion: line
 
 
 def test_deleting_a_protected_object_leaves_it_in_the_cluster(example_repo: Path) -> None:
@@ -386,6 +388,7 @@ def test_deleting_a_protected_object_leaves_it_in_the_cluster(example_repo: Path
     commit(example_repo, "retire pihole")
     pvc = of(hazards(example_repo), "PersistentVolumeClaim pihole/pihole-data")
     assert (pvc.code, pvc.severity) == ("resource-removed", "info")
+    assert (pvc.path, pvc.line, pvc.wave) == ("apps/wave-0/pihole.yaml", 11, 0)  # below the annotated Namespace
     assert pvc.message == (
         "apps/wave-0/pihole.yaml is deleted in this change; PersistentVolumeClaim pihole/pihole-data carries "
         "kustomize.toolkit.fluxcd.io/prune: disabled, so Flux leaves it in the cluster, unmanaged. Delete it by "
@@ -849,6 +852,7 @@ def test_a_move_from_platform_into_a_wave_is_a_hazard(example_repo: Path) -> Non
     pvc = of(hazards(example_repo), "PersistentVolumeClaim tools/tools-data")
     assert (pvc.code, pvc.severity, pvc.wave) == ("cross-kustomization-move", "error", 0)
     assert "platform reconciles first (they dependsOn it), deletes it, and apps-wave-0 recreates it" in pvc.message
+    assert "recreates it, so the claim is deleted and its volume's data with it. Safe procedure:" in pvc.message
 
 
 def test_a_move_from_a_wave_into_platform_is_adopted_first(example_repo: Path) -> None:
@@ -863,7 +867,8 @@ def test_a_move_from_a_wave_into_platform_is_adopted_first(example_repo: Path) -
 
 
 def test_an_object_a_wave_and_platform_both_apply_is_an_error(example_repo: Path) -> None:
-    write_files(example_repo, {"platform/pihole.yaml": (example_repo / "apps/wave-0/pihole.yaml").read_text()})
+    copy = "# platform's copy\n" + (example_repo / "apps/wave-0/pihole.yaml").read_text()
+    write_files(example_repo, {"platform/pihole.yaml": copy})
     edit(example_repo, "platform/kustomization.yaml", "  - cnpg-system.yaml\n",
          "  - cnpg-system.yaml\n  - pihole.yaml\n")
     commit(example_repo, "platform applies pihole too")
@@ -871,6 +876,8 @@ def test_an_object_a_wave_and_platform_both_apply_is_an_error(example_repo: Path
     assert [(f.code, f.severity) for f in found] == [("duplicate-resource", "error")]
     assert "applied by 2 Flux Kustomizations: apps-wave-0 (apps/wave-0/pihole.yaml:9), platform" in found[0].message
     assert "kustomize-controller#1724" in found[0].message
+    # The finding points at one definition, on its own line: the copy platform applies (line 10 there).
+    assert (found[0].path, found[0].line, found[0].wave) == ("platform/pihole.yaml", 10, None)
     without_base = make_plan(FsTree(str(example_repo)), config_of(example_repo)).findings
     assert [f.code for f in without_base if f.resource == "PersistentVolumeClaim pihole/pihole-data"] == [
         "duplicate-resource"]  # needs no base
