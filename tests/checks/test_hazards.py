@@ -120,6 +120,24 @@ def test_moving_a_pvc_to_a_later_wave_is_an_error(gitea_needs_a_db: Path) -> Non
     assert pvc.fix == "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n"
 
 
+def test_without_a_base_the_work_tree_is_taken_as_deployed(example_repo: Path) -> None:
+    # A local `wave-bot plan` before `apply`: the catalog changed, the files have not moved yet.
+    add_dependency(example_repo, "gitea", "gitea-db")
+    findings = make_plan(FsTree(str(example_repo)), config_of(example_repo)).findings
+    pvc = of([f for f in findings if f.code == "later-wave-move"], PVC)
+    assert (pvc.severity, pvc.path, pvc.wave) == ("error", "apps/wave-0/gitea.yaml", 1)
+    [assumed] = [f for f in findings if f.code == "base-is-work-tree"]
+    assert assumed.severity == "info"
+    assert assumed.message.startswith("no deployed revision was given, so the work tree as it is now is taken as "
+                                      "what Flux has deployed")
+    assert ("and removals are not checked. Pass the deployed branch as --base (for example `--base origin/main`) "
+            "to check against what the cluster really runs") in assumed.message
+    # Once applied, nothing moves any more, so nothing is judged or assumed.
+    regenerate(example_repo)
+    after = make_plan(FsTree(str(example_repo)), config_of(example_repo)).findings
+    assert not [f for f in after if f.code in ("later-wave-move", "base-is-work-tree")]
+
+
 def test_every_moved_object_is_reported_by_kind(gitea_needs_a_db: Path) -> None:
     findings = hazards(gitea_needs_a_db)
     assert sorted((f.severity, f.resource, f.wave) for f in findings) == [
