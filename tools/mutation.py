@@ -32,7 +32,8 @@ WORK = ROOT / ".mutation" / "run"
 # Safety module -> the test files that exercise it through what a user sees. Kept to the fast,
 # direct tests: the property suites (fluxsim, differential, properties) take minutes per mutant.
 RELATED: dict[str, tuple[str, ...]] = {
-    "checks.deletes": ("checks/test_hazards.py", "checks/test_lifecycle.py", "actions/test_action_ownership.py"),
+    "checks.deletes": ("checks/test_hazards.py", "checks/test_lifecycle.py", "actions/test_action_ownership.py",
+                       "fixes/test_stepping.py"),
     "checks.removal": ("checks/test_lifecycle.py", "checks/test_hazards.py"),
     "checks.cutover": ("checks/test_lifecycle.py", "actions/test_cutover.py"),
     "checks.cascade": ("checks/test_cascade.py",),
