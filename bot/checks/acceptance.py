@@ -204,14 +204,18 @@ def add(data: bytes | None, resources: Sequence[str], by: str, reason: str = "")
     to its `accept:` list in the list's own indentation; every byte already there stays."""
     out = data if data is not None else _HEADER.encode()
     before = parse(out)
+    # Every line added ends as the file's first does (a file saved on Windows: CRLF), the missing
+    # final newline too: a file of mixed endings shows as changed throughout in some diffs and editors.
+    newline = "\r\n" if out.split(b"\n", 1)[0].endswith(b"\r") else "\n"
+    if out and not out.endswith(b"\n"):
+        out += newline.encode()
     if yamlio.load_one(out, ACCEPT_FILE) is None:  # empty, or only comments: the list starts here
-        out = out + (b"" if not out or out.endswith(b"\n") else b"\n") + b"accept:\n"
-    crlf = out.split(b"\n", 1)[0].endswith(b"\r")
+        out += f"accept:{newline}".encode()
     for resource in resources:
         entry = {"resource": resource, "by": by.strip(), **({"reason": reason.strip()} if reason.strip() else {})}
-        item = render_item(entry)
+        item = render_item(entry).replace("\n", newline)
         try:
-            out = insert_item(out, ACCEPT_FILE, "accept", item.replace("\n", "\r\n") if crlf else item, None)
+            out = insert_item(out, ACCEPT_FILE, "accept", item, None)
         except WaveBotError as exc:  # a flow-style list: the hint gives the entries to add by hand
             raise WaveBotError(exc.message, path=exc.path, line=exc.line,
                                hint=f"add them by hand, under accept: as a block list:\n"

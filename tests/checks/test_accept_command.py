@@ -177,3 +177,31 @@ def test_the_pull_request_comment_says_how_to_accept_each_deletion(example_repo:
     (example_repo / ACCEPT_FILE).write_text(
         "".join(line[4:] + "\n" for line in fix.splitlines()).replace("<your name>", "carol"))
     assert run("check", str(example_repo), "--base", "HEAD")[0] == 0
+
+
+@pytest.mark.parametrize(("existing", "written"), [
+    # A file written on Windows: the new lines end as the file's own do (a mixed file shows every
+    # line as changed in some diffs and editors).
+    (b"accept:\r\n  - resource: Service pihole/pihole\r\n    by: bob\r\n",
+     b"accept:\r\n  - resource: Service pihole/pihole\r\n    by: bob\r\n"
+     b"  - resource: PersistentVolumeClaim pihole/pihole-data\r\n    by: alice\r\n"),
+    (b"accept:\r\n- resource: Service pihole/pihole\r\n  by: bob",
+     b"accept:\r\n- resource: Service pihole/pihole\r\n  by: bob\r\n"
+     b"- resource: PersistentVolumeClaim pihole/pihole-data\r\n  by: alice\r\n"),
+    (b"# reviewed by the platform team\r\n",
+     b"# reviewed by the platform team\r\naccept:\r\n  - resource: PersistentVolumeClaim pihole/pihole-data\r\n"
+     b"    by: alice\r\n"),
+    # No final newline: the comment stays a line of its own, above the list.
+    (b"# reviewed by the platform team",
+     b"# reviewed by the platform team\naccept:\n  - resource: PersistentVolumeClaim pihole/pihole-data\n"
+     b"    by: alice\n"),
+])
+def test_accept_keeps_the_files_line_endings(example_repo: Path, existing: bytes, written: bytes) -> None:
+    decommission_pihole(example_repo)
+    (example_repo / ACCEPT_FILE).write_bytes(existing)
+
+    code, _, err = run("accept", PVC, "--by", "alice", "--base", "HEAD", str(example_repo))
+
+    assert (code, err) == (0, "")
+    assert (example_repo / ACCEPT_FILE).read_bytes() == written
+    assert removed(example_repo)[PVC]["severity"] == "info"
