@@ -135,7 +135,9 @@ def test_a_change_that_deletes_nothing_has_nothing_to_accept(example_repo: Path)
     code, _, err = run("accept", NS, "--by", "alice", "--base", "HEAD", str(example_repo))
     assert code == 2
     assert err.startswith("wave-bot: error: this change deletes nothing (against HEAD), so there is no deletion of "
-                          "Namespace pihole to accept\n")
+                          "Namespace pihole to accept\n"
+                          "  hint: make the change first (delete or move the files), then accept what "
+                          "`wave-bot check --base` reports as deleted\n")
     assert not (example_repo / ACCEPT_FILE).exists()
 
 
@@ -205,3 +207,22 @@ def test_accept_keeps_the_files_line_endings(example_repo: Path, existing: bytes
     assert (code, err) == (0, "")
     assert (example_repo / ACCEPT_FILE).read_bytes() == written
     assert removed(example_repo)[PVC]["severity"] == "info"
+
+
+def test_a_big_deletion_is_listed_in_part_when_the_name_is_not_one_of_it(example_repo: Path) -> None:
+    pihole = example_repo / "apps/wave-0/pihole.yaml"
+    pihole.write_text(pihole.read_text() + "".join(
+        f"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n  namespace: pihole\n" for i in range(8)))
+    git(example_repo, "commit", "-qam", "pihole has eight ConfigMaps")
+    decommission_pihole(example_repo)
+
+    code, _, err = run("accept", "Secret gitea/admin", "--by", "alice", "--base", "HEAD", str(example_repo))
+
+    # 12 objects deleted: the first 10 by name, the count of the rest (`check` lists them all).
+    assert code == 2
+    assert err.startswith(
+        "wave-bot: error: this change does not delete Secret gitea/admin (against HEAD). It deletes "
+        + "".join(f"ConfigMap pihole/cm-{i}, " for i in range(8))
+        + "Namespace pihole, PersistentVolumeClaim pihole/pihole-data and 2 more\n"
+        "  hint: name each object exactly as the findings do\n")
+    assert not (example_repo / ACCEPT_FILE).exists()
