@@ -226,3 +226,27 @@ def test_a_big_deletion_is_listed_in_part_when_the_name_is_not_one_of_it(example
         + "Namespace pihole, PersistentVolumeClaim pihole/pihole-data and 2 more\n"
         "  hint: name each object exactly as the findings do\n")
     assert not (example_repo / ACCEPT_FILE).exists()
+
+
+def test_only_the_deletions_that_lose_data_are_offered_the_acceptance(example_repo: Path) -> None:
+    # One file deletes four objects; the Service and the Deployment lose nothing (info): no offer.
+    decommission_pihole(example_repo)
+    found = removed(example_repo)
+    assert "wave-bot accept --by '<your name>'" in found[PVC]["fix"]
+    assert {r: found[r].get("fix") for r in ("Service pihole/pihole", "apps/Deployment pihole/pihole")} == {
+        "Service pihole/pihole": None, "apps/Deployment pihole/pihole": None}
+
+
+def test_the_offer_for_one_object_names_it(example_repo: Path) -> None:
+    pihole = example_repo / "apps/wave-0/pihole.yaml"
+    claim = pihole.read_text().split("---\n")[2]
+    assert claim.startswith("apiVersion: v1\nkind: PersistentVolumeClaim\n")
+    pihole.write_text(pihole.read_text().replace("---\n" + claim, ""))
+
+    _, out, _ = run("check", str(example_repo), "--base", "HEAD", "--format", "json")
+    (fix,) = [f["fix"] for f in json.loads(out)["findings"] if f.get("resource") == PVC]  # resource-dropped
+
+    assert ("# Or, if Flux should delete it:\n"
+            "# accept that in this pull request, with the command\n"
+            "#   wave-bot accept --by '<your name>' \\\n"
+            "#     'PersistentVolumeClaim pihole/pihole-data'\n") in fix
