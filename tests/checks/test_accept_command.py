@@ -105,10 +105,10 @@ def test_resources_may_follow_the_options(example_repo: Path) -> None:
     (None, ["pihole", "--by", "alice"],
      "wave-bot: error: 'pihole' does not name one object as the findings do (`[group/]Kind [namespace/]name`)\n"
      "  hint: quote each object as one argument, e.g. 'PersistentVolumeClaim pihole/pihole-data'\n"),
-    ("accept: [{resource: Service pihole/pihole, by: bob}]\n", [PVC, "--by", "alice"],
+    ("accept: [{resource: Service pihole/pihole, by: bob}]\n", [PVC, "--by", "alice", "--reason", "retired"],
      "wave-bot: error: .wave-bot-accept.yaml:1: 'accept' is a flow-style list ([...]); wave-bot adds only to block "
      "lists\n  hint: add them by hand, under accept: as a block list:\n"
-     "  - resource: PersistentVolumeClaim pihole/pihole-data\n    by: alice\n"),
+     "  - resource: PersistentVolumeClaim pihole/pihole-data\n    by: alice\n    reason: retired\n"),
     ("accept:\n  - resource: Namespace pihole\n", [PVC, "--by", "alice"],
      "wave-bot: error: .wave-bot-accept.yaml:2: accept item 1 (Namespace pihole) has no by: say who accepts this "
      "deletion\n"),
@@ -193,6 +193,10 @@ def test_the_pull_request_comment_says_how_to_accept_each_deletion(example_repo:
     (b"# reviewed by the platform team\r\n",
      b"# reviewed by the platform team\r\naccept:\r\n  - resource: PersistentVolumeClaim pihole/pihole-data\r\n"
      b"    by: alice\r\n"),
+    # Mixed endings: the first line's decides.
+    (b"# reviewed by the platform team\r\naccept:\n- resource: Service pihole/pihole\n  by: bob\n",
+     b"# reviewed by the platform team\r\naccept:\n- resource: Service pihole/pihole\n  by: bob\n"
+     b"- resource: PersistentVolumeClaim pihole/pihole-data\r\n  by: alice\r\n"),
     # No final newline: the comment stays a line of its own, above the list.
     (b"# reviewed by the platform team",
      b"# reviewed by the platform team\naccept:\n  - resource: PersistentVolumeClaim pihole/pihole-data\n"
