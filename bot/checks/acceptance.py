@@ -201,26 +201,25 @@ def refuse_new(resources: Sequence[str], by: str, accepted: Sequence[Acceptance]
 
 def add(data: bytes | None, resources: Sequence[str], by: str, reason: str = "") -> bytes:
     """`.wave-bot-accept.yaml` (`data`; None: there is none yet) with one entry per resource appended
-    to its `accept:` list in the list's own indentation; every byte already there stays."""
+    to its `accept:` list in the list's own indentation; every byte already there stays (insert_item
+    parses each edit: the list gained exactly that entry, nothing else changed)."""
     out = data if data is not None else _HEADER.encode()
-    before = parse(out)
+    # Every line added ends as the file's first does (a file saved on Windows: CRLF), the missing
+    # final newline too: a file of mixed endings shows as changed throughout in some diffs and editors.
+    newline = "\r\n" if out.split(b"\n", 1)[0].endswith(b"\r") else "\n"
+    if out and not out.endswith(b"\n"):
+        out += newline.encode()
     if yamlio.load_one(out, ACCEPT_FILE) is None:  # empty, or only comments: the list starts here
-        out = out + (b"" if not out or out.endswith(b"\n") else b"\n") + b"accept:\n"
-    crlf = out.split(b"\n", 1)[0].endswith(b"\r")
+        out += f"accept:{newline}".encode()
     for resource in resources:
         entry = {"resource": resource, "by": by.strip(), **({"reason": reason.strip()} if reason.strip() else {})}
-        item = render_item(entry)
+        item = render_item(entry).replace("\n", newline)
         try:
-            out = insert_item(out, ACCEPT_FILE, "accept", item.replace("\n", "\r\n") if crlf else item, None)
+            out = insert_item(out, ACCEPT_FILE, "accept", item, None)
         except WaveBotError as exc:  # a flow-style list: the hint gives the entries to add by hand
             raise WaveBotError(exc.message, path=exc.path, line=exc.line,
                                hint=f"add them by hand, under accept: as a block list:\n"
                                     f"{_entries(resources, by.strip(), reason.strip())}") from None
-    after = parse(out)
-    expected = [(a.resource, a.by, a.reason) for a in before] + [(r, by.strip(), reason.strip()) for r in resources]
-    if [(a.resource, a.by, a.reason) for a in after] != expected:  # the parse is the proof of the edit
-        raise WaveBotError("cannot append the entries without changing the ones already there", path=ACCEPT_FILE,
-                           hint=f"add them by hand:\n{_entries(resources, by.strip(), reason.strip())}")
     return out
 
 

@@ -105,10 +105,10 @@ def test_resources_may_follow_the_options(example_repo: Path) -> None:
     (None, ["pihole", "--by", "alice"],
      "wave-bot: error: 'pihole' does not name one object as the findings do (`[group/]Kind [namespace/]name`)\n"
      "  hint: quote each object as one argument, e.g. 'PersistentVolumeClaim pihole/pihole-data'\n"),
-    ("accept: [{resource: Service pihole/pihole, by: bob}]\n", [PVC, "--by", "alice"],
+    ("accept: [{resource: Service pihole/pihole, by: bob}]\n", [PVC, "--by", "alice", "--reason", "retired"],
      "wave-bot: error: .wave-bot-accept.yaml:1: 'accept' is a flow-style list ([...]); wave-bot adds only to block "
      "lists\n  hint: add them by hand, under accept: as a block list:\n"
-     "  - resource: PersistentVolumeClaim pihole/pihole-data\n    by: alice\n"),
+     "  - resource: PersistentVolumeClaim pihole/pihole-data\n    by: alice\n    reason: retired\n"),
     ("accept:\n  - resource: Namespace pihole\n", [PVC, "--by", "alice"],
      "wave-bot: error: .wave-bot-accept.yaml:2: accept item 1 (Namespace pihole) has no by: say who accepts this "
      "deletion\n"),
@@ -135,7 +135,9 @@ def test_a_change_that_deletes_nothing_has_nothing_to_accept(example_repo: Path)
     code, _, err = run("accept", NS, "--by", "alice", "--base", "HEAD", str(example_repo))
     assert code == 2
     assert err.startswith("wave-bot: error: this change deletes nothing (against HEAD), so there is no deletion of "
-                          "Namespace pihole to accept\n")
+                          "Namespace pihole to accept\n"
+                          "  hint: make the change first (delete or move the files), then accept what "
+                          "`wave-bot check --base` reports as deleted\n")
     assert not (example_repo / ACCEPT_FILE).exists()
 
 
@@ -177,3 +179,78 @@ def test_the_pull_request_comment_says_how_to_accept_each_deletion(example_repo:
     (example_repo / ACCEPT_FILE).write_text(
         "".join(line[4:] + "\n" for line in fix.splitlines()).replace("<your name>", "carol"))
     assert run("check", str(example_repo), "--base", "HEAD")[0] == 0
+
+
+@pytest.mark.parametrize(("existing", "written"), [
+    # A file written on Windows: the new lines end as the file's own do (a mixed file shows every
+    # line as changed in some diffs and editors).
+    (b"accept:\r\n  - resource: Service pihole/pihole\r\n    by: bob\r\n",
+     b"accept:\r\n  - resource: Service pihole/pihole\r\n    by: bob\r\n"
+     b"  - resource: PersistentVolumeClaim pihole/pihole-data\r\n    by: alice\r\n"),
+    (b"accept:\r\n- resource: Service pihole/pihole\r\n  by: bob",
+     b"accept:\r\n- resource: Service pihole/pihole\r\n  by: bob\r\n"
+     b"- resource: PersistentVolumeClaim pihole/pihole-data\r\n  by: alice\r\n"),
+    (b"# reviewed by the platform team\r\n",
+     b"# reviewed by the platform team\r\naccept:\r\n  - resource: PersistentVolumeClaim pihole/pihole-data\r\n"
+     b"    by: alice\r\n"),
+    # Mixed endings: the first line's decides.
+    (b"# reviewed by the platform team\r\naccept:\n- resource: Service pihole/pihole\n  by: bob\n",
+     b"# reviewed by the platform team\r\naccept:\n- resource: Service pihole/pihole\n  by: bob\n"
+     b"- resource: PersistentVolumeClaim pihole/pihole-data\r\n  by: alice\r\n"),
+    # No final newline: the comment stays a line of its own, above the list.
+    (b"# reviewed by the platform team",
+     b"# reviewed by the platform team\naccept:\n  - resource: PersistentVolumeClaim pihole/pihole-data\n"
+     b"    by: alice\n"),
+])
+def test_accept_keeps_the_files_line_endings(example_repo: Path, existing: bytes, written: bytes) -> None:
+    decommission_pihole(example_repo)
+    (example_repo / ACCEPT_FILE).write_bytes(existing)
+
+    code, _, err = run("accept", PVC, "--by", "alice", "--base", "HEAD", str(example_repo))
+
+    assert (code, err) == (0, "")
+    assert (example_repo / ACCEPT_FILE).read_bytes() == written
+    assert removed(example_repo)[PVC]["severity"] == "info"
+
+
+def test_a_big_deletion_is_listed_in_part_when_the_name_is_not_one_of_it(example_repo: Path) -> None:
+    pihole = example_repo / "apps/wave-0/pihole.yaml"
+    pihole.write_text(pihole.read_text() + "".join(
+        f"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n  namespace: pihole\n" for i in range(8)))
+    git(example_repo, "commit", "-qam", "pihole has eight ConfigMaps")
+    decommission_pihole(example_repo)
+
+    code, _, err = run("accept", "Secret gitea/admin", "--by", "alice", "--base", "HEAD", str(example_repo))
+
+    # 12 objects deleted: the first 10 by name, the count of the rest (`check` lists them all).
+    assert code == 2
+    assert err.startswith(
+        "wave-bot: error: this change does not delete Secret gitea/admin (against HEAD). It deletes "
+        + "".join(f"ConfigMap pihole/cm-{i}, " for i in range(8))
+        + "Namespace pihole, PersistentVolumeClaim pihole/pihole-data and 2 more\n"
+        "  hint: name each object exactly as the findings do\n")
+    assert not (example_repo / ACCEPT_FILE).exists()
+
+
+def test_only_the_deletions_that_lose_data_are_offered_the_acceptance(example_repo: Path) -> None:
+    # One file deletes four objects; the Service and the Deployment lose nothing (info): no offer.
+    decommission_pihole(example_repo)
+    found = removed(example_repo)
+    assert "wave-bot accept --by '<your name>'" in found[PVC]["fix"]
+    assert {r: found[r].get("fix") for r in ("Service pihole/pihole", "apps/Deployment pihole/pihole")} == {
+        "Service pihole/pihole": None, "apps/Deployment pihole/pihole": None}
+
+
+def test_the_offer_for_one_object_names_it(example_repo: Path) -> None:
+    pihole = example_repo / "apps/wave-0/pihole.yaml"
+    claim = pihole.read_text().split("---\n")[2]
+    assert claim.startswith("apiVersion: v1\nkind: PersistentVolumeClaim\n")
+    pihole.write_text(pihole.read_text().replace("---\n" + claim, ""))
+
+    _, out, _ = run("check", str(example_repo), "--base", "HEAD", "--format", "json")
+    (fix,) = [f["fix"] for f in json.loads(out)["findings"] if f.get("resource") == PVC]  # resource-dropped
+
+    assert ("# Or, if Flux should delete it:\n"
+            "# accept that in this pull request, with the command\n"
+            "#   wave-bot accept --by '<your name>' \\\n"
+            "#     'PersistentVolumeClaim pihole/pihole-data'\n") in fix

@@ -60,6 +60,19 @@ def test_decommissioning_a_stateful_service_needs_each_stateful_object_accepted(
         "accepted by alice (.wave-bot-accept.yaml:2: pihole is retired), so it does not block: ")
 
 
+def test_accepting_a_deletion_that_loses_nothing_leaves_its_finding_as_it_is(example_repo: Path) -> None:
+    # The Service's deletion is info already: the entry matches it (not stale) but claims nothing.
+    decommission_pihole(example_repo)
+    (example_repo / ".wave-bot-accept.yaml").write_text("accept:\n  - resource: Service pihole/pihole\n    by: bob\n")
+    _, found, _ = check(example_repo)
+    # (a stale-acceptance of the Service would take its place in `found`)
+    assert (found["Service pihole/pihole"]["code"], found["Service pihole/pihole"]["severity"]) == (
+        "resource-removed", "info")
+    assert found["Service pihole/pihole"]["message"] == (
+        "apps/wave-0/pihole.yaml is deleted in this change, so apps-wave-0 deletes Service pihole/pihole when it "
+        "reconciles")
+
+
 def test_an_acceptance_that_matches_nothing_is_reported(example_repo: Path) -> None:
     (example_repo / ".wave-bot-accept.yaml").write_text(ACCEPT)
     code, found, _ = check(example_repo)
@@ -79,6 +92,7 @@ def test_an_acceptance_that_matches_nothing_is_reported(example_repo: Path) -> N
      "accept item 1: resource must name one object as the findings do (`[group/]Kind [namespace/]name`), not '*'"),
     ("accept:\n  - resource: Namespace pihole\n    by: bob\n    all: true\n", 2,
      "accept item 1 must be a mapping of resource, by and reason; unknown key(s): all"),
+    ("accept:\n  - Namespace pihole\n", 2, "accept item 1 must be a mapping of resource, by and reason"),
     ("everything: true\n", 1, "must hold one key, accept: a list of the objects whose deletion is accepted"),
     ("accept:\n  - resource: Namespace pihole\n    by: bob\n    reason: [a]\n", 2,
      "accept item 1 (Namespace pihole): reason must be text"),

@@ -904,6 +904,7 @@ def test_an_object_a_wave_and_platform_both_apply_is_an_error(example_repo: Path
 @pytest.mark.parametrize(("value", "boolean"), [
     ("yes", False), ("on", False), ("y", False), ('"true"', False), ("'false'", False), ("!!str true", False),
     ("True ", True), ('!!bool "true"', True), ("false", True), ("[false]", False), ("{value: false}", False),
+    ("False", True), ("TRUE", True), ("FALSE", True),
 ])
 def test_prune_values_that_are_not_yaml_1_2_booleans_are_invalid(
         example_repo: Path, kubectl: Kubectl, value: str, boolean: bool) -> None:
@@ -926,6 +927,39 @@ def test_prune_values_that_are_not_yaml_1_2_booleans_are_invalid(
     if value.startswith(("'", '"')):
         assert f"spec.prune: {value.replace(chr(39), chr(34))}, which is quoted" in found.message
         assert found.fix == f"spec:\n  prune: {value.strip(chr(39) + chr(34))}\n"  # the boolean it spells
+
+
+QUOTED = "which is quoted, so a string in every YAML version"
+YAML_1_2 = "which kustomize reads as YAML 1.2, where it is a string"
+AS_WRITTEN = "which kustomize emits as written"
+
+
+@pytest.mark.parametrize(("value", "shown", "why", "fix"), [
+    ("yes", "yes", YAML_1_2, "true"), ("off", "off", YAML_1_2, "true"),  # no boolean spelt: prune, as assumed
+    ('"false"', '"false"', QUOTED, "false"), ("'TRUE'", '"TRUE"', QUOTED, "true"),  # the boolean it quotes
+    ('"no"', '"no"', QUOTED, "true"), ('"Xfalse"', '"Xfalse"', QUOTED, "true"),  # no boolean quoted: as assumed
+    ("fALSE", "fALSE", YAML_1_2, "true"),  # not quoted: no boolean in any YAML, so wave-bot does not guess one
+    ("[false]", "a list or mapping", AS_WRITTEN, "true"), ("{value: false}", "a list or mapping", AS_WRITTEN, "true"),
+])
+def test_an_invalid_prune_says_why_it_is_no_boolean_and_which_boolean_to_write(
+        example_repo: Path, value: str, shown: str, why: str, fix: str) -> None:
+    edit(example_repo, "clusters/base/platform.yaml", "  prune: true\n", f"  prune: {value}\n")
+    commit(example_repo, "a prune value")
+    [found] = [f for f in hazards(example_repo) if f.code == "invalid-prune"]
+    assert (found.severity, found.path, found.line, found.resource) == (
+        "error", "clusters/base/platform.yaml", 3, "kustomize.toolkit.fluxcd.io/Kustomization flux-system/platform")
+    assert found.message == (
+        f"clusters/base/platform.yaml:3: the Flux Kustomization platform has spec.prune: {shown}, {why}, not a "
+        "boolean: the Kustomization CRD rejects it and Flux cannot apply this revision of the cluster entrypoints. "
+        "wave-bot assumes it prunes")
+    assert found.fix == f"spec:\n  prune: {fix}\n"
+
+
+def test_a_kustomization_without_prune_is_not_invalid(example_repo: Path) -> None:
+    # Flux's default (false) is a boolean: nothing for the CRD to reject.
+    edit(example_repo, "clusters/base/platform.yaml", "  prune: true\n", "")
+    commit(example_repo, "platform does not prune")
+    assert "invalid-prune" not in codes(hazards(example_repo))
 
 
 @pytest.mark.parametrize("protected", [False, True])
