@@ -12,9 +12,15 @@ def invalid_prune_findings(now: Inventory) -> list[Finding]:
             if k.prune_value and k.prune_value not in ("true", "false", "True", "False", "TRUE", "FALSE")]
 
 
+# The YAML 1.1 booleans that are strings in YAML 1.2: whoever wrote `prune: off` meant false, and a fix
+# that turned it into `prune: true` would switch garbage collection on for them.
+_YAML_1_1 = {**dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "on", "On", "ON"), "true"),
+             **dict.fromkeys(("n", "N", "no", "No", "NO", "off", "Off", "OFF"), "false")}
+
+
 def _invalid_prune(k: FluxKustomization) -> Finding:
     quoted = k.prune_value.startswith('"')
-    spelled = k.prune_value.strip('"').lower() if quoted else ""
+    spelled = k.prune_value.strip('"').lower() if quoted else _YAML_1_1.get(k.prune_value, "")
     why = ("which is quoted, so a string in every YAML version" if quoted else
            "which kustomize emits as written" if k.prune_value == NOT_A_SCALAR else
            "which kustomize reads as YAML 1.2, where it is a string")

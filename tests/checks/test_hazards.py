@@ -935,7 +935,9 @@ AS_WRITTEN = "which kustomize emits as written"
 
 
 @pytest.mark.parametrize(("value", "shown", "why", "fix"), [
-    ("yes", "yes", YAML_1_2, "true"), ("off", "off", YAML_1_2, "true"),  # no boolean spelt: prune, as assumed
+    # A YAML 1.1 boolean: the value its writer meant (turning `off` into `true` would start pruning).
+    ("yes", "yes", YAML_1_2, "true"), ("off", "off", YAML_1_2, "false"), ("n", "n", YAML_1_2, "false"),
+    ("On", "On", YAML_1_2, "true"), ("NO", "NO", YAML_1_2, "false"),
     ('"false"', '"false"', QUOTED, "false"), ("'TRUE'", '"TRUE"', QUOTED, "true"),  # the boolean it quotes
     ('"no"', '"no"', QUOTED, "true"), ('"Xfalse"', '"Xfalse"', QUOTED, "true"),  # no boolean quoted: as assumed
     ("fALSE", "fALSE", YAML_1_2, "true"),  # not quoted: no boolean in any YAML, so wave-bot does not guess one
