@@ -424,14 +424,48 @@ def test_an_overlay_wave_bot_cannot_evaluate_is_reported_not_guessed(tmp_path: P
                            "spec.decryption")
 
 
-def test_a_wave_the_overlay_deletes(tmp_path: Path) -> None:
-    root = make(tmp_path, {DEV: inline_smp((0, 1))[DEV].replace("patches:\n", "patches:\n  - patch: |\n" + indent(
+def deleting_wave_2() -> dict[str, str]:
+    """clusters/dev decrypting waves 0 and 1 and deleting wave 2's Flux Kustomization."""
+    return {DEV: inline_smp((0, 1))[DEV].replace("patches:\n", "patches:\n  - patch: |\n" + indent(
         "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps-wave-2, "
-        "namespace: flux-system}\n$patch: delete\n", 6), 1)})
+        "namespace: flux-system}\n$patch: delete\n", 6), 1)}
+
+
+def test_a_wave_the_overlay_deletes(tmp_path: Path) -> None:
+    root = make(tmp_path, deleting_wave_2())
     (finding,) = findings(root)
     assert (finding.code, finding.severity, finding.wave) == ("wave-not-in-overlay", "error", 2)
     assert finding.message == ("clusters/dev: its build has no apps-wave-2 Kustomization although clusters/base "
                                "has one, so wave 2 is never applied in this cluster")
+
+
+def test_a_wave_with_sops_files_that_nothing_builds_is_unchecked(tmp_path: Path) -> None:
+    """No overlay and no Flux Kustomization builds the base: nothing shows Flux decrypts the waves
+    that hold SOPS files (wave 1 holds none, so it is no finding)."""
+    root = make(tmp_path, {})
+    found = findings(root, sops={2, 0})
+    assert [(f.code, f.severity, f.wave, f.path, f.resource) for f in found] == [
+        ("decryption-unchecked", "error", 0, "clusters/base/apps-wave-0.yaml", "apps-wave-0"),
+        ("decryption-unchecked", "error", 2, "clusters/base/apps-wave-2.yaml", "apps-wave-2")]
+    assert found[1].message.startswith(
+        "wave 2 holds SOPS-encrypted files, but no overlay and no Flux Kustomization wave-bot found builds "
+        "apps-wave-2, so nothing shows Flux decrypts them")
+    assert found[1].fix == ("list the directories Flux builds clusters/base through under `overlays:` in "
+                            ".wave-bot.yaml (the base itself when Flux applies it directly), or add an overlay of "
+                            "clusters/base")
+    assert findings(root, sops=set()) == []
+    # Following the fix (Flux applies the base itself): each wave's decryption is checked, and missing.
+    checked = findings(root, sops={2, 0}, overlays=("clusters/base",))
+    assert [(f.code, f.wave, f.overlay) for f in checked] == [("missing-decryption", n, "clusters/base") for n in ALL]
+
+
+def test_decryption_unchecked_is_not_said_where_another_finding_covers_the_wave(tmp_path: Path) -> None:
+    # The overlay deletes wave 2: wave-not-in-overlay says so; one finding per wave, not two.
+    deletes = make(tmp_path / "a", deleting_wave_2())
+    assert [f.code for f in findings(deletes)] == ["wave-not-in-overlay"]
+    # An overlay wave-bot cannot evaluate may build every wave: overlay-not-checked names it instead.
+    remote = make(tmp_path / "b", {DEV: HEAD + "  - https://github.com/example/fleet//monitoring?ref=v1\n"})
+    assert [f.code for f in findings(remote)] == ["overlay-not-checked"]
 
 
 # ---- discovery -----------------------------------------------------------------------------------------
