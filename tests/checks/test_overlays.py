@@ -821,6 +821,34 @@ def test_a_flux_kustomization_of_the_base_is_checked_with_its_components(tmp_pat
     assert (missing.code, missing.wave, missing.overlay) == (
         "missing-decryption", 2,
         f"{CLUSTER_APPS} (Flux Kustomization flux-system/cluster-apps, path ./clusters/base)")
+    # The suggested item is checked the way kustomize-controller builds it (the component resolved
+    # against ./clusters/base), so it is offered, and pasted it clears the finding.
+    paste_under_spec_patches(root, CLUSTER_APPS, str(missing.fix), open_key=True)
+    assert findings(root, sops=set()) == []
+
+
+def paste_under_spec_patches(root: Path, unit: str, fix: str, open_key: bool = False) -> None:
+    """Paste a Flux-level fix as a user does: its item, indented, under spec.patches: (`open_key`:
+    that key is still to be written), the last key of the file."""
+    header, item = fix.split("\n", 1)
+    assert header.startswith(f"# {unit}: add under spec.patches: of ")
+    with open(root / unit, "a") as handle:
+        handle.write(("  patches:\n" if open_key else "") + indent(item, 4))
+
+
+def test_the_flux_level_fix_is_offered_only_for_the_waves_it_fixes(tmp_path: Path) -> None:
+    """With a controller-level key, wave 2's secretRef is the problem: the suggested item sets the
+    provider but cannot remove a secretRef, so it is offered for waves 0 and 1 only."""
+    root = make(tmp_path, {CLUSTER_APPS: cluster_apps(""),
+                           CFG.wave_cr_path(2): render.wave_cr(2, DECRYPTING_TEMPLATE, CFG)})
+    before = findings(root, decryption_secret=None)
+    assert [(f.code, f.wave) for f in before] == [("missing-decryption", n) for n in ALL]
+    fix = before[0].fix
+    assert fix is not None and [f.fix for f in before] == [fix, fix, None]
+    paste_under_spec_patches(root, CLUSTER_APPS, fix)
+    (after,) = findings(root, decryption_secret=None)
+    assert (after.code, after.wave) == ("missing-decryption", 2)
+    assert "secretRef.name is 'sops-age', but the key is controller-level" in after.message
 
 
 # ---- the Flux-level fix, pasted as a user pastes it --------------------------------------------------
