@@ -382,6 +382,10 @@ def test_a_stale_patch_without_target_breaks_the_overlay(tmp_path: Path) -> None
         "nothing from clusters/dev")
     assert finding.fix == ("delete patches[3] (line 19) from clusters/dev/kustomization.yaml, and delete "
                            "clusters/dev/patches/apps-wave-2-sops.yaml")
+    inline = make(tmp_path / "inline", inline_smp(), waves=(0, 1))
+    (finding,) = findings(inline, waves=(0, 1))
+    assert (finding.code, finding.fix) == ("stale-decryption-patch",
+                                           "delete patches[3] (line 39) from clusters/dev/kustomization.yaml")
 
 
 def test_a_regex_target_matching_nothing_is_harmless(tmp_path: Path) -> None:
@@ -412,7 +416,7 @@ def test_other_build_errors(tmp_path: Path) -> None:
 def test_an_overlay_wave_bot_cannot_evaluate_is_reported_not_guessed(tmp_path: Path) -> None:
     root = make(tmp_path, {DEV: HEAD + "  - https://github.com/example/fleet//monitoring?ref=v1\n"})
     (finding,) = findings(root, sops={0, 2})
-    assert (finding.code, finding.severity, finding.line) == ("overlay-not-checked", "error", 7)
+    assert (finding.code, finding.severity, finding.path, finding.line) == ("overlay-not-checked", "error", DEV, 7)
     assert finding.message == (
         "clusters/dev: wave-bot cannot check its SOPS decryption (waves 0, 2 hold SOPS-encrypted files, so nothing "
         "shows they are decrypted): clusters/dev/kustomization.yaml:7: "
@@ -435,6 +439,7 @@ def test_a_wave_the_overlay_deletes(tmp_path: Path) -> None:
     root = make(tmp_path, deleting_wave_2())
     (finding,) = findings(root)
     assert (finding.code, finding.severity, finding.wave) == ("wave-not-in-overlay", "error", 2)
+    assert (finding.path, finding.overlay, finding.resource) == (DEV, "clusters/dev", "apps-wave-2")
     assert finding.message == ("clusters/dev: its build has no apps-wave-2 Kustomization although clusters/base "
                                "has one, so wave 2 is never applied in this cluster")
 
@@ -503,8 +508,8 @@ def test_discovery_reports_a_broken_kustomization(tmp_path: Path) -> None:
 def test_missing_base_entry(tmp_path: Path) -> None:
     root = make(tmp_path, {}, waves=(0, 1, 2, 3), listed=(0, 1, 2))
     (finding,) = base_findings(FsTree(str(root)), CFG, (0, 1, 2, 3))
-    assert (finding.code, finding.severity, finding.wave, finding.path) == (
-        "missing-base-entry", "error", 3, "clusters/base/kustomization.yaml")
+    assert (finding.code, finding.severity, finding.wave, finding.path, finding.resource) == (
+        "missing-base-entry", "error", 3, "clusters/base/kustomization.yaml", "apps-wave-3")
     assert finding.message == (
         "clusters/base/kustomization.yaml does not list apps-wave-3.yaml: Flux never creates the apps-wave-3 "
         "Kustomization, so nothing in apps/wave-3/ is ever applied; `wave-bot apply --fix-overlays` makes this edit")
@@ -515,7 +520,8 @@ def test_missing_base_entry(tmp_path: Path) -> None:
 def test_stale_base_entry(tmp_path: Path) -> None:
     root = make(tmp_path, {}, waves=(0, 1), listed=(0, 1, 2))
     (finding,) = base_findings(FsTree(str(root)), CFG, (0, 1))
-    assert (finding.code, finding.severity, finding.wave, finding.line) == ("stale-base-entry", "error", 2, 10)
+    assert (finding.code, finding.severity, finding.wave, finding.line, finding.resource) == (
+        "stale-base-entry", "error", 2, 10, "apps-wave-2")
     assert finding.message == (
         "clusters/base/kustomization.yaml lists apps-wave-2.yaml, which does not exist: kustomize fails on it, so "
         "no overlay built on clusters/base applies at all")
