@@ -23,6 +23,7 @@ from bot.layout import render
 from bot.model import Change, Finding
 from bot.repo.tree import PlannedTree
 from bot.repo.worktree import FsTree
+from bot.side import Side
 from bot.yamlio import documents as yamlio
 
 from conftest import Kubectl, cluster_apps, write_files
@@ -473,6 +474,32 @@ def test_decryption_unchecked_is_not_said_where_another_finding_covers_the_wave(
     assert [f.code for f in findings(remote)] == ["overlay-not-checked"]
 
 
+def test_a_regex_target_that_misses_a_side_branch_is_named(tmp_path: Path) -> None:
+    """kustomize matches a target name against the whole name: the finding names the patch whose
+    regex covers the waves but not the side branch, after the cluster-vars patch that is no regex."""
+    side = Side(1)
+    root = make(tmp_path, {**regex_target(), CFG.wave_cr_path(side): render.wave_cr(side, render.DEFAULT_TEMPLATE, CFG),
+                           "clusters/base/kustomization.yaml": base_kustomization(ALL) + "  - apps-wave-1-side.yaml\n"})
+    (finding,) = findings(root, waves=(0, 1, side, 2))
+    assert (finding.code, finding.wave, finding.resource) == ("missing-decryption", side, "apps-wave-1-side")
+    assert ("apps-wave-1-side gets no SOPS decryption (no spec.decryption; clusters/dev/kustomization.yaml "
+            "patches[1] (line 17) gives decryption to the target name 'apps-wave-[0-9]+', which kustomize matches "
+            "against the whole name: it covers apps-wave-0, apps-wave-1, apps-wave-2 but not apps-wave-1-side; "
+            "wave-bot expects") in finding.message
+
+
+def test_every_overlays_findings_are_kept(tmp_path: Path) -> None:
+    root = make(tmp_path, {**inline_smp((0, 1)), "clusters/prod/kustomization.yaml": inline_smp()[DEV]})
+    assert [(f.code, f.overlay, f.wave) for f in findings(root)] == [("missing-decryption", "clusters/dev", 2)]
+
+
+def test_a_wave_whose_flux_kustomization_is_not_generated_yet_breaks_no_build(tmp_path: Path) -> None:
+    """Wave 3 has no apps-wave-3.yaml before `apply` writes it: judging the overlays as if the base
+    listed it would make every build fail on the missing file."""
+    root = make(tmp_path, inline_smp(), waves=ALL)
+    assert findings(root, waves=(0, 1, 2, 3), sops={3}) == []
+
+
 # ---- discovery -----------------------------------------------------------------------------------------
 
 
@@ -833,6 +860,15 @@ def test_a_flux_kustomization_of_the_base_is_checked_with_its_components(tmp_pat
     assert findings(root, sops=set()) == []
 
 
+def test_a_flux_level_path_wave_bot_cannot_evaluate_names_its_file_and_the_build_to_check(tmp_path: Path) -> None:
+    root = make(tmp_path, {CLUSTER_APPS: cluster_apps("").replace("  patches:\n", "  namePrefix: dev-\n")})
+    (finding,) = findings(root, sops={0})
+    assert (finding.code, finding.severity, finding.path, finding.line) == (
+        "overlay-not-checked", "error", CLUSTER_APPS, 1)
+    assert finding.message.endswith(f"{CLUSTER_APPS}:1: its spec.namePrefix is not evaluated by wave-bot")
+    assert str(finding.fix).startswith(f"kubectl kustomize clusters/base with the spec.patches of {CLUSTER_APPS} added")
+
+
 def paste_under_spec_patches(root: Path, unit: str, fix: str, open_key: bool = False) -> None:
     """Paste a Flux-level fix as a user does: its item, indented, under spec.patches: (`open_key`:
     that key is still to be written), the last key of the file."""
@@ -851,6 +887,9 @@ def test_the_flux_level_fix_is_offered_only_for_the_waves_it_fixes(tmp_path: Pat
     assert [(f.code, f.wave) for f in before] == [("missing-decryption", n) for n in ALL]
     fix = before[0].fix
     assert fix is not None and [f.fix for f in before] == [fix, fix, None]
+    # --fix-overlays edits overlays, never a Flux Kustomization: no finding may say it makes this edit
+    assert fix_overlays(FsTree(str(root)), Config(decryption_secret=None), ALL) == []
+    assert not [f.message for f in before if "--fix-overlays" in f.message]
     paste_under_spec_patches(root, CLUSTER_APPS, fix)
     (after,) = findings(root, decryption_secret=None)
     assert (after.code, after.wave) == ("missing-decryption", 2)
