@@ -372,6 +372,19 @@ def test_an_overlay_without_any_decryption_is_offered_one_regex_patch(tmp_path: 
     assert yamlio.load(str(found[0].fix).encode(), "fix")[0].value[0]["target"]["kind"] == "Kustomization"
 
 
+def test_a_fix_that_would_not_decrypt_the_wave_is_never_offered(tmp_path: Path) -> None:
+    """A controller-level key, and wave 2 names a Secret: no patch wave-bot writes removes that
+    secretRef (the regex item only sets the provider), so wave 2 is offered no fix, rather than one
+    that leaves the finding as it is once pasted. Waves 0 and 1 get the one regex item."""
+    root = make(tmp_path, {DEV: HEAD + KNOBS, CFG.wave_cr_path(2): render.wave_cr(2, DECRYPTING_TEMPLATE, CFG)})
+    before = findings(root, decryption_secret=None)
+    assert [(f.code, f.wave) for f in before] == [("missing-decryption", n) for n in ALL]
+    fix = before[0].fix
+    assert fix is not None and "name: apps-wave-[0-9]+" in fix and [f.fix for f in before] == [fix, fix, None]
+    paste(root, fix)
+    assert [(f.code, f.wave) for f in findings(root, decryption_secret=None)] == [("missing-decryption", 2)]
+
+
 def test_a_stale_patch_without_target_breaks_the_overlay(tmp_path: Path) -> None:
     root = make(tmp_path, path_smp(), waves=(0, 1))
     (finding,) = findings(root, waves=(0, 1))
