@@ -26,7 +26,7 @@ from bot.repo.worktree import FsTree
 from bot.side import Side
 from bot.yamlio import documents as yamlio
 
-from conftest import Kubectl, cluster_apps, write_files
+from conftest import CONTROLLER_KEY, Kubectl, cluster_apps, write_files
 
 CFG = Config()
 SECRET = CFG.decryption_secret
@@ -511,6 +511,22 @@ def test_a_wave_whose_flux_kustomization_is_not_generated_yet_breaks_no_build(tm
     listed it would make every build fail on the missing file."""
     root = make(tmp_path, inline_smp(), waves=ALL)
     assert findings(root, waves=(0, 1, 2, 3), sops={3}) == []
+
+
+@pytest.mark.parametrize("cluster", ["clusters/dev", "clusters/eu/west/zone-a/rack-1/env/team/prod"])
+def test_the_clusters_own_controller_key_decrypts_waves_that_name_no_secret(cluster: str, tmp_path: Path) -> None:
+    """The --sops-age-secret its flux-system/ gives kustomize-controller makes a secretRef optional.
+    The cluster's kustomizations are read from its own directory down, not from the repository root,
+    whose depth limit stops above a deep cluster's flux-system/."""
+    base = "/".join([".."] * cluster.count("/")) + "/base"
+    items = "".join("  - patch: |\n" + indent(smp(n).replace("    secretRef:\n      name: sops-age\n", ""), 6)
+                    for n in ALL)
+    root = make(tmp_path, {f"{cluster}/kustomization.yaml": f"resources: [{base}, flux-system]\npatches:\n" + items,
+                           f"{cluster}/flux-system/kustomization.yaml": CONTROLLER_KEY,
+                           f"{cluster}/flux-system/gotk-components.yaml": "# flux install\n"})
+    assert findings(root, overlays=(cluster,)) == []
+    write_files(root, {f"{cluster}/flux-system/kustomization.yaml": "resources: [gotk-components.yaml]\n"})
+    assert [(f.code, f.wave) for f in findings(root, overlays=(cluster,))] == [("missing-decryption", n) for n in ALL]
 
 
 # ---- discovery -----------------------------------------------------------------------------------------
