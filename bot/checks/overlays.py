@@ -286,7 +286,8 @@ def _not_checked(path: EvalPath, exc: WaveBotError, secret_waves: set[Slot]) -> 
     where = f"{exc.location()}: " if exc.path else ""
     if secret_waves:
         listed = ", ".join(map(str, sorted(secret_waves, key=order)))
-        severity, stake = "error", f"waves {listed} hold SOPS-encrypted files, so nothing shows they are decrypted"
+        holds = "wave {} holds" if len(secret_waves) == 1 else "waves {} hold"
+        severity, stake = "error", f"{holds.format(listed)} SOPS-encrypted files, so nothing shows they are decrypted"
     else:
         severity, stake = "warning", "no wave holds a SOPS file yet"
     if path.file is None:

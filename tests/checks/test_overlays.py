@@ -895,6 +895,7 @@ def test_a_flux_level_path_wave_bot_cannot_evaluate_names_its_file_and_the_build
     assert (finding.code, finding.severity, finding.path, finding.line) == (
         "overlay-not-checked", "error", CLUSTER_APPS, 1)
     assert finding.message.endswith(f"{CLUSTER_APPS}:1: its spec.namePrefix is not evaluated by wave-bot")
+    assert "(wave 0 holds SOPS-encrypted files, so nothing shows they are decrypted)" in finding.message
     assert str(finding.fix).startswith(f"kubectl kustomize clusters/base with the spec.patches of {CLUSTER_APPS} added")
 
 
