@@ -899,6 +899,22 @@ def test_a_flux_level_path_wave_bot_cannot_evaluate_names_its_file_and_the_build
     assert str(finding.fix).startswith(f"kubectl kustomize clusters/base with the spec.patches of {CLUSTER_APPS} added")
 
 
+def test_the_flux_level_fix_follows_the_rule_of_its_cluster(tmp_path: Path) -> None:
+    """decryption_secret: null, but clusters/dev gives its controller --sops-age-secret=cluster-key:
+    the suggested item names that Secret, as the message's rule does, and pasted it passes."""
+    root = make(tmp_path, {CLUSTER_APPS: cluster_apps(""),
+                           "clusters/dev/flux-system/kustomization.yaml": CONTROLLER_KEY,
+                           "clusters/dev/flux-system/gotk-components.yaml": "# flux install\n"})
+    found = findings(root, decryption_secret=None)
+    assert [(f.code, f.wave) for f in found] == [("missing-decryption", n) for n in ALL]
+    assert "per kustomize-controller --sops-age-secret=cluster-key in clusters/dev/flux-system" in found[0].message
+    fix = str(found[0].fix)
+    assert "The key is the out-of-band cluster-key Secret." in fix
+    assert "secretRef:\n          name: cluster-key\n" in fix
+    paste_under_spec_patches(root, CLUSTER_APPS, fix)
+    assert findings(root, decryption_secret=None) == []
+
+
 def paste_under_spec_patches(root: Path, unit: str, fix: str, open_key: bool = False) -> None:
     """Paste a Flux-level fix as a user does: its item, indented, under spec.patches: (`open_key`:
     that key is still to be written), the last key of the file."""
