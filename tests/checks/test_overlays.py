@@ -425,6 +425,10 @@ def test_other_build_errors(tmp_path: Path) -> None:
     assert finding.message == ("clusters/dev: kustomize cannot build it, so Flux applies nothing from it: "
                                "clusters/dev/kustomization.yaml:7: unknown field 'bogus': kustomize rejects this "
                                "kustomization")
+    # An overlay that does not build does not stop the next one being checked.
+    write_files(root, {"clusters/prod/kustomization.yaml": inline_smp((0, 1))[DEV]})
+    assert [(f.code, f.overlay, f.wave) for f in findings(root)] == [
+        ("overlay-build-error", "clusters/dev", None), ("missing-decryption", "clusters/prod", 2)]
 
 
 def test_an_overlay_wave_bot_cannot_evaluate_is_reported_not_guessed(tmp_path: Path) -> None:
@@ -485,18 +489,28 @@ def test_decryption_unchecked_is_not_said_where_another_finding_covers_the_wave(
     # An overlay wave-bot cannot evaluate may build every wave: overlay-not-checked names it instead.
     remote = make(tmp_path / "b", {DEV: HEAD + "  - https://github.com/example/fleet//monitoring?ref=v1\n"})
     assert [f.code for f in findings(remote)] == ["overlay-not-checked"]
+    # ... and the overlays after it are still checked
+    write_files(remote, {"clusters/prod/kustomization.yaml": inline_smp((0, 1))[DEV]})
+    assert [(f.code, f.overlay, f.wave) for f in findings(remote)] == [
+        ("overlay-not-checked", "clusters/dev", None), ("missing-decryption", "clusters/prod", 2)]
 
 
 def test_a_regex_target_that_misses_a_side_branch_is_named(tmp_path: Path) -> None:
     """kustomize matches a target name against the whole name: the finding names the patch whose
     regex covers the waves but not the side branch, after the cluster-vars patch that is no regex."""
     side = Side(1)
-    root = make(tmp_path, {**regex_target(), CFG.wave_cr_path(side): render.wave_cr(side, render.DEFAULT_TEMPLATE, CFG),
+    # Before the regex patch: one without target, one by plain name, and a regex that sets no
+    # decryption; none of them is the patch to name.
+    before = ("  - patch: |\n" + indent(smp(0), 6) + json_inline((0,))[DEV].split(KNOBS)[1]
+              + "  - target: {kind: Kustomization, name: 'apps-wave-[0-9]'}\n    patch: |\n"
+              + "      - {op: add, path: /spec/retryInterval, value: 7m}\n")
+    dev = regex_target()[DEV].replace(KNOBS, KNOBS + before)
+    root = make(tmp_path, {DEV: dev, CFG.wave_cr_path(side): render.wave_cr(side, render.DEFAULT_TEMPLATE, CFG),
                            "clusters/base/kustomization.yaml": base_kustomization(ALL) + "  - apps-wave-1-side.yaml\n"})
     (finding,) = findings(root, waves=(0, 1, side, 2))
     assert (finding.code, finding.wave, finding.resource) == ("missing-decryption", side, "apps-wave-1-side")
     assert ("apps-wave-1-side gets no SOPS decryption (no spec.decryption; clusters/dev/kustomization.yaml "
-            "patches[1] (line 17) gives decryption to the target name 'apps-wave-[0-9]+', which kustomize matches "
+            "patches[4] (line 42) gives decryption to the target name 'apps-wave-[0-9]+', which kustomize matches "
             "against the whole name: it covers apps-wave-0, apps-wave-1, apps-wave-2 but not apps-wave-1-side; "
             "wave-bot expects") in finding.message
 
@@ -619,7 +633,8 @@ def test_new_deepest_wave_snippet_pasted_in_makes_the_findings_go_away(tmp_path:
         "    patch: |\n" + indent(smp(0), 6))}, waves=(0, 1, 2, 3), listed=ALL)
     tree, waves = FsTree(str(root)), (0, 1, 2, 3)
     (finding,) = new_deepest_wave_findings(tree, CFG, waves, 2)
-    assert (finding.code, finding.severity, finding.wave) == ("new-deepest-wave", "warning", 3)
+    assert (finding.code, finding.severity, finding.wave, finding.resource) == (
+        "new-deepest-wave", "warning", 3, "apps-wave-3")
     assert finding.message == (
         "wave 3 is a new deepest wave: apps-wave-3 must be listed in the base and get SOPS decryption in every "
         "overlay; 3 edit(s) are still needed in: clusters/base/kustomization.yaml, clusters/dev/kustomization.yaml, "
