@@ -233,7 +233,7 @@ def _appended_fix(tree: Tree, config: Config, path: EvalPath, file: str, header:
 
 def _missing_decryption(
     label: str, kfile: str, n: Slot, why: str, holds_sops: bool, fix: str | None, config: Config,
-    rule: DecryptionRule, fixable: bool = False,
+    rule: DecryptionRule, fixable: bool,
 ) -> Finding:
     name = config.wave_cr_name(n)
     if holds_sops:
