@@ -78,6 +78,17 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return out
 
 
+CONTROLLER_KEY = """resources: [gotk-components.yaml]
+patches:
+  - target: {kind: Deployment, labelSelector: app.kubernetes.io/component=kustomize-controller}
+    patch: |
+      - op: add
+        path: /spec/template/spec/containers/0/args/-
+        value: --sops-age-secret=cluster-key
+"""
+"""A cluster's flux-system/kustomization.yaml giving kustomize-controller the key `cluster-key`."""
+
+
 TOOLS_KUSTOMIZATION = """apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata:

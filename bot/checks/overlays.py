@@ -167,11 +167,16 @@ def _wave_findings(
     wrong = {n: f"{p}; {miss}" if (miss := _regex_miss(result, config, n)) else p for n, p in wrong.items()}
     if path.file is None:
         fixes = fix_texts(tree, config, path.directory, list(wrong), builds, rule) if wrong else {}
-        unverified = snippet([Edit(kfile, "patches", regex_item(config, rule))])  # when no edit could be checked
+        # No edit of the file could be made (a flow-style patches list, say): the regex item to paste,
+        # for the waves it is seen to decrypt.
+        rest = [n for n in wrong if n not in fixes]
+        header = Edit(kfile, "patches", "").show()
+        fallback = _appended_fix(tree, config, path, kfile, header, rest, builds, rule) if rest else {}
     else:
-        fixes = _flux_fix(tree, config, path, list(wrong), builds, rule) if wrong else {}
-        unverified = None
-    findings = [_missing_decryption(path.label, kfile, n, why, n in sops_waves, fixes.get(n, unverified),
+        header = f"# {path.file}: add under spec.patches: of {path.flux}:\n"
+        fixes = _appended_fix(tree, config, path, path.file, header, list(wrong), builds, rule) if wrong else {}
+        fallback = {}
+    findings = [_missing_decryption(path.label, kfile, n, why, n in sops_waves, fixes.get(n, fallback.get(n)),
                                     config, rule, fixable=path.file is None and n in fixes)
                 for n, why in wrong.items()]
     for n in waves:
@@ -209,27 +214,26 @@ def _regex_miss(result: Build, config: Config, n: Slot) -> str | None:
     return None
 
 
-def _flux_fix(tree: Tree, config: Config, path: EvalPath, waves: list[Slot], builds: Builds,
-              rule: DecryptionRule) -> dict[Slot, str]:
-    """The spec.patches item that gives `waves` decryption on a Flux-level path, when evaluating the
-    path with it shows that it does (wave -> snippet)."""
-    assert path.file is not None
+def _appended_fix(tree: Tree, config: Config, path: EvalPath, file: str, header: str, waves: list[Slot],
+                  builds: Builds, rule: DecryptionRule) -> dict[Slot, str]:
+    """The regex item, under `header`, for each of `waves` that has decryption once it is appended to
+    the patches `file` gives the path (its spec.patches on a Flux-level path): wave -> snippet. An item
+    that would not decrypt a wave (it cannot remove a secretRef) is never offered for it."""
     text = regex_item(config, rule)
     item = yamlio.load(text.encode(), "snippet")[0].value[0]
     value = dict(path.additions.value) if path.additions is not None else {}
     value["patches"] = [*value.get("patches", []), item]
-    info = path.additions.info if path.additions is not None else yamlio.scan(b"{}", path.file)[0]
+    info = path.additions.info if path.additions is not None else yamlio.scan(b"{}", file)[0]
     try:
-        result = builds.build(tree, path.directory, Additions(path.file, value, info, built=path.directory))
+        result = builds.build(tree, path.directory, Additions(file, value, info, built=path.directory))
     except WaveBotError:
         return {}
-    fix = f"# {path.file}: add under spec.patches: of {path.flux}:\n{text}"
-    return {n: fix for n in waves if wave_problem(result, config, n, rule) is None}
+    return {n: header + text for n in waves if wave_problem(result, config, n, rule) is None}
 
 
 def _missing_decryption(
     label: str, kfile: str, n: Slot, why: str, holds_sops: bool, fix: str | None, config: Config,
-    rule: DecryptionRule, fixable: bool = False,
+    rule: DecryptionRule, fixable: bool,
 ) -> Finding:
     name = config.wave_cr_name(n)
     if holds_sops:
@@ -282,7 +286,8 @@ def _not_checked(path: EvalPath, exc: WaveBotError, secret_waves: set[Slot]) -> 
     where = f"{exc.location()}: " if exc.path else ""
     if secret_waves:
         listed = ", ".join(map(str, sorted(secret_waves, key=order)))
-        severity, stake = "error", f"waves {listed} hold SOPS-encrypted files, so nothing shows they are decrypted"
+        holds = "wave {} holds" if len(secret_waves) == 1 else "waves {} hold"
+        severity, stake = "error", f"{holds.format(listed)} SOPS-encrypted files, so nothing shows they are decrypted"
     else:
         severity, stake = "warning", "no wave holds a SOPS file yet"
     if path.file is None:

@@ -23,9 +23,10 @@ from bot.layout import render
 from bot.model import Change, Finding
 from bot.repo.tree import PlannedTree
 from bot.repo.worktree import FsTree
+from bot.side import Side
 from bot.yamlio import documents as yamlio
 
-from conftest import Kubectl, cluster_apps, write_files
+from conftest import CONTROLLER_KEY, Kubectl, cluster_apps, write_files
 
 CFG = Config()
 SECRET = CFG.decryption_secret
@@ -371,6 +372,19 @@ def test_an_overlay_without_any_decryption_is_offered_one_regex_patch(tmp_path: 
     assert yamlio.load(str(found[0].fix).encode(), "fix")[0].value[0]["target"]["kind"] == "Kustomization"
 
 
+def test_a_fix_that_would_not_decrypt_the_wave_is_never_offered(tmp_path: Path) -> None:
+    """A controller-level key, and wave 2 names a Secret: no patch wave-bot writes removes that
+    secretRef (the regex item only sets the provider), so wave 2 is offered no fix, rather than one
+    that leaves the finding as it is once pasted. Waves 0 and 1 get the one regex item."""
+    root = make(tmp_path, {DEV: HEAD + KNOBS, CFG.wave_cr_path(2): render.wave_cr(2, DECRYPTING_TEMPLATE, CFG)})
+    before = findings(root, decryption_secret=None)
+    assert [(f.code, f.wave) for f in before] == [("missing-decryption", n) for n in ALL]
+    fix = before[0].fix
+    assert fix is not None and "name: apps-wave-[0-9]+" in fix and [f.fix for f in before] == [fix, fix, None]
+    paste(root, fix)
+    assert [(f.code, f.wave) for f in findings(root, decryption_secret=None)] == [("missing-decryption", 2)]
+
+
 def test_a_stale_patch_without_target_breaks_the_overlay(tmp_path: Path) -> None:
     root = make(tmp_path, path_smp(), waves=(0, 1))
     (finding,) = findings(root, waves=(0, 1))
@@ -382,6 +396,10 @@ def test_a_stale_patch_without_target_breaks_the_overlay(tmp_path: Path) -> None
         "nothing from clusters/dev")
     assert finding.fix == ("delete patches[3] (line 19) from clusters/dev/kustomization.yaml, and delete "
                            "clusters/dev/patches/apps-wave-2-sops.yaml")
+    inline = make(tmp_path / "inline", inline_smp(), waves=(0, 1))
+    (finding,) = findings(inline, waves=(0, 1))
+    assert (finding.code, finding.fix) == ("stale-decryption-patch",
+                                           "delete patches[3] (line 39) from clusters/dev/kustomization.yaml")
 
 
 def test_a_regex_target_matching_nothing_is_harmless(tmp_path: Path) -> None:
@@ -407,12 +425,16 @@ def test_other_build_errors(tmp_path: Path) -> None:
     assert finding.message == ("clusters/dev: kustomize cannot build it, so Flux applies nothing from it: "
                                "clusters/dev/kustomization.yaml:7: unknown field 'bogus': kustomize rejects this "
                                "kustomization")
+    # An overlay that does not build does not stop the next one being checked.
+    write_files(root, {"clusters/prod/kustomization.yaml": inline_smp((0, 1))[DEV]})
+    assert [(f.code, f.overlay, f.wave) for f in findings(root)] == [
+        ("overlay-build-error", "clusters/dev", None), ("missing-decryption", "clusters/prod", 2)]
 
 
 def test_an_overlay_wave_bot_cannot_evaluate_is_reported_not_guessed(tmp_path: Path) -> None:
     root = make(tmp_path, {DEV: HEAD + "  - https://github.com/example/fleet//monitoring?ref=v1\n"})
     (finding,) = findings(root, sops={0, 2})
-    assert (finding.code, finding.severity, finding.line) == ("overlay-not-checked", "error", 7)
+    assert (finding.code, finding.severity, finding.path, finding.line) == ("overlay-not-checked", "error", DEV, 7)
     assert finding.message == (
         "clusters/dev: wave-bot cannot check its SOPS decryption (waves 0, 2 hold SOPS-encrypted files, so nothing "
         "shows they are decrypted): clusters/dev/kustomization.yaml:7: "
@@ -424,14 +446,101 @@ def test_an_overlay_wave_bot_cannot_evaluate_is_reported_not_guessed(tmp_path: P
                            "spec.decryption")
 
 
-def test_a_wave_the_overlay_deletes(tmp_path: Path) -> None:
-    root = make(tmp_path, {DEV: inline_smp((0, 1))[DEV].replace("patches:\n", "patches:\n  - patch: |\n" + indent(
+def deleting_wave_2() -> dict[str, str]:
+    """clusters/dev decrypting waves 0 and 1 and deleting wave 2's Flux Kustomization."""
+    return {DEV: inline_smp((0, 1))[DEV].replace("patches:\n", "patches:\n  - patch: |\n" + indent(
         "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps-wave-2, "
-        "namespace: flux-system}\n$patch: delete\n", 6), 1)})
+        "namespace: flux-system}\n$patch: delete\n", 6), 1)}
+
+
+def test_a_wave_the_overlay_deletes(tmp_path: Path) -> None:
+    root = make(tmp_path, deleting_wave_2())
     (finding,) = findings(root)
     assert (finding.code, finding.severity, finding.wave) == ("wave-not-in-overlay", "error", 2)
+    assert (finding.path, finding.overlay, finding.resource) == (DEV, "clusters/dev", "apps-wave-2")
     assert finding.message == ("clusters/dev: its build has no apps-wave-2 Kustomization although clusters/base "
                                "has one, so wave 2 is never applied in this cluster")
+
+
+def test_a_wave_with_sops_files_that_nothing_builds_is_unchecked(tmp_path: Path) -> None:
+    """No overlay and no Flux Kustomization builds the base: nothing shows Flux decrypts the waves
+    that hold SOPS files (wave 1 holds none, so it is no finding)."""
+    root = make(tmp_path, {})
+    found = findings(root, sops={2, 0})
+    assert [(f.code, f.severity, f.wave, f.path, f.resource) for f in found] == [
+        ("decryption-unchecked", "error", 0, "clusters/base/apps-wave-0.yaml", "apps-wave-0"),
+        ("decryption-unchecked", "error", 2, "clusters/base/apps-wave-2.yaml", "apps-wave-2")]
+    assert found[1].message.startswith(
+        "wave 2 holds SOPS-encrypted files, but no overlay and no Flux Kustomization wave-bot found builds "
+        "apps-wave-2, so nothing shows Flux decrypts them")
+    assert found[1].fix == ("list the directories Flux builds clusters/base through under `overlays:` in "
+                            ".wave-bot.yaml (the base itself when Flux applies it directly), or add an overlay of "
+                            "clusters/base")
+    assert findings(root, sops=set()) == []
+    # Following the fix (Flux applies the base itself): each wave's decryption is checked, and missing.
+    checked = findings(root, sops={2, 0}, overlays=("clusters/base",))
+    assert [(f.code, f.wave, f.overlay) for f in checked] == [("missing-decryption", n, "clusters/base") for n in ALL]
+
+
+def test_decryption_unchecked_is_not_said_where_another_finding_covers_the_wave(tmp_path: Path) -> None:
+    # The overlay deletes wave 2: wave-not-in-overlay says so; one finding per wave, not two.
+    deletes = make(tmp_path / "a", deleting_wave_2())
+    assert [f.code for f in findings(deletes)] == ["wave-not-in-overlay"]
+    # An overlay wave-bot cannot evaluate may build every wave: overlay-not-checked names it instead.
+    remote = make(tmp_path / "b", {DEV: HEAD + "  - https://github.com/example/fleet//monitoring?ref=v1\n"})
+    assert [f.code for f in findings(remote)] == ["overlay-not-checked"]
+    # ... and the overlays after it are still checked
+    write_files(remote, {"clusters/prod/kustomization.yaml": inline_smp((0, 1))[DEV]})
+    assert [(f.code, f.overlay, f.wave) for f in findings(remote)] == [
+        ("overlay-not-checked", "clusters/dev", None), ("missing-decryption", "clusters/prod", 2)]
+
+
+def test_a_regex_target_that_misses_a_side_branch_is_named(tmp_path: Path) -> None:
+    """kustomize matches a target name against the whole name: the finding names the patch whose
+    regex covers the waves but not the side branch, after the cluster-vars patch that is no regex."""
+    side = Side(1)
+    # Before the regex patch: one without target, one by plain name, and a regex that sets no
+    # decryption; none of them is the patch to name.
+    before = ("  - patch: |\n" + indent(smp(0), 6) + json_inline((0,))[DEV].split(KNOBS)[1]
+              + "  - target: {kind: Kustomization, name: 'apps-wave-[0-9]'}\n    patch: |\n"
+              + "      - {op: add, path: /spec/retryInterval, value: 7m}\n")
+    dev = regex_target()[DEV].replace(KNOBS, KNOBS + before)
+    root = make(tmp_path, {DEV: dev, CFG.wave_cr_path(side): render.wave_cr(side, render.DEFAULT_TEMPLATE, CFG),
+                           "clusters/base/kustomization.yaml": base_kustomization(ALL) + "  - apps-wave-1-side.yaml\n"})
+    (finding,) = findings(root, waves=(0, 1, side, 2))
+    assert (finding.code, finding.wave, finding.resource) == ("missing-decryption", side, "apps-wave-1-side")
+    assert ("apps-wave-1-side gets no SOPS decryption (no spec.decryption; clusters/dev/kustomization.yaml "
+            "patches[4] (line 42) gives decryption to the target name 'apps-wave-[0-9]+', which kustomize matches "
+            "against the whole name: it covers apps-wave-0, apps-wave-1, apps-wave-2 but not apps-wave-1-side; "
+            "wave-bot expects") in finding.message
+
+
+def test_every_overlays_findings_are_kept(tmp_path: Path) -> None:
+    root = make(tmp_path, {**inline_smp((0, 1)), "clusters/prod/kustomization.yaml": inline_smp()[DEV]})
+    assert [(f.code, f.overlay, f.wave) for f in findings(root)] == [("missing-decryption", "clusters/dev", 2)]
+
+
+def test_a_wave_whose_flux_kustomization_is_not_generated_yet_breaks_no_build(tmp_path: Path) -> None:
+    """Wave 3 has no apps-wave-3.yaml before `apply` writes it: judging the overlays as if the base
+    listed it would make every build fail on the missing file."""
+    root = make(tmp_path, inline_smp(), waves=ALL)
+    assert findings(root, waves=(0, 1, 2, 3), sops={3}) == []
+
+
+@pytest.mark.parametrize("cluster", ["clusters/dev", "clusters/eu/west/zone-a/rack-1/env/team/prod"])
+def test_the_clusters_own_controller_key_decrypts_waves_that_name_no_secret(cluster: str, tmp_path: Path) -> None:
+    """The --sops-age-secret its flux-system/ gives kustomize-controller makes a secretRef optional.
+    The cluster's kustomizations are read from its own directory down, not from the repository root,
+    whose depth limit stops above a deep cluster's flux-system/."""
+    base = "/".join([".."] * cluster.count("/")) + "/base"
+    items = "".join("  - patch: |\n" + indent(smp(n).replace("    secretRef:\n      name: sops-age\n", ""), 6)
+                    for n in ALL)
+    root = make(tmp_path, {f"{cluster}/kustomization.yaml": f"resources: [{base}, flux-system]\npatches:\n" + items,
+                           f"{cluster}/flux-system/kustomization.yaml": CONTROLLER_KEY,
+                           f"{cluster}/flux-system/gotk-components.yaml": "# flux install\n"})
+    assert findings(root, overlays=(cluster,)) == []
+    write_files(root, {f"{cluster}/flux-system/kustomization.yaml": "resources: [gotk-components.yaml]\n"})
+    assert [(f.code, f.wave) for f in findings(root, overlays=(cluster,))] == [("missing-decryption", n) for n in ALL]
 
 
 # ---- discovery -----------------------------------------------------------------------------------------
@@ -469,8 +578,8 @@ def test_discovery_reports_a_broken_kustomization(tmp_path: Path) -> None:
 def test_missing_base_entry(tmp_path: Path) -> None:
     root = make(tmp_path, {}, waves=(0, 1, 2, 3), listed=(0, 1, 2))
     (finding,) = base_findings(FsTree(str(root)), CFG, (0, 1, 2, 3))
-    assert (finding.code, finding.severity, finding.wave, finding.path) == (
-        "missing-base-entry", "error", 3, "clusters/base/kustomization.yaml")
+    assert (finding.code, finding.severity, finding.wave, finding.path, finding.resource) == (
+        "missing-base-entry", "error", 3, "clusters/base/kustomization.yaml", "apps-wave-3")
     assert finding.message == (
         "clusters/base/kustomization.yaml does not list apps-wave-3.yaml: Flux never creates the apps-wave-3 "
         "Kustomization, so nothing in apps/wave-3/ is ever applied; `wave-bot apply --fix-overlays` makes this edit")
@@ -481,7 +590,8 @@ def test_missing_base_entry(tmp_path: Path) -> None:
 def test_stale_base_entry(tmp_path: Path) -> None:
     root = make(tmp_path, {}, waves=(0, 1), listed=(0, 1, 2))
     (finding,) = base_findings(FsTree(str(root)), CFG, (0, 1))
-    assert (finding.code, finding.severity, finding.wave, finding.line) == ("stale-base-entry", "error", 2, 10)
+    assert (finding.code, finding.severity, finding.wave, finding.line, finding.resource) == (
+        "stale-base-entry", "error", 2, 10, "apps-wave-2")
     assert finding.message == (
         "clusters/base/kustomization.yaml lists apps-wave-2.yaml, which does not exist: kustomize fails on it, so "
         "no overlay built on clusters/base applies at all")
@@ -523,7 +633,8 @@ def test_new_deepest_wave_snippet_pasted_in_makes_the_findings_go_away(tmp_path:
         "    patch: |\n" + indent(smp(0), 6))}, waves=(0, 1, 2, 3), listed=ALL)
     tree, waves = FsTree(str(root)), (0, 1, 2, 3)
     (finding,) = new_deepest_wave_findings(tree, CFG, waves, 2)
-    assert (finding.code, finding.severity, finding.wave) == ("new-deepest-wave", "warning", 3)
+    assert (finding.code, finding.severity, finding.wave, finding.resource) == (
+        "new-deepest-wave", "warning", 3, "apps-wave-3")
     assert finding.message == (
         "wave 3 is a new deepest wave: apps-wave-3 must be listed in the base and get SOPS decryption in every "
         "overlay; 3 edit(s) are still needed in: clusters/base/kustomization.yaml, clusters/dev/kustomization.yaml, "
@@ -787,6 +898,63 @@ def test_a_flux_kustomization_of_the_base_is_checked_with_its_components(tmp_pat
     assert (missing.code, missing.wave, missing.overlay) == (
         "missing-decryption", 2,
         f"{CLUSTER_APPS} (Flux Kustomization flux-system/cluster-apps, path ./clusters/base)")
+    # The suggested item is checked the way kustomize-controller builds it (the component resolved
+    # against ./clusters/base), so it is offered, and pasted it clears the finding.
+    paste_under_spec_patches(root, CLUSTER_APPS, str(missing.fix), open_key=True)
+    assert findings(root, sops=set()) == []
+
+
+def test_a_flux_level_path_wave_bot_cannot_evaluate_names_its_file_and_the_build_to_check(tmp_path: Path) -> None:
+    root = make(tmp_path, {CLUSTER_APPS: cluster_apps("").replace("  patches:\n", "  namePrefix: dev-\n")})
+    (finding,) = findings(root, sops={0})
+    assert (finding.code, finding.severity, finding.path, finding.line) == (
+        "overlay-not-checked", "error", CLUSTER_APPS, 1)
+    assert finding.message.endswith(f"{CLUSTER_APPS}:1: its spec.namePrefix is not evaluated by wave-bot")
+    assert "(wave 0 holds SOPS-encrypted files, so nothing shows they are decrypted)" in finding.message
+    assert str(finding.fix).startswith(f"kubectl kustomize clusters/base with the spec.patches of {CLUSTER_APPS} added")
+
+
+def test_the_flux_level_fix_follows_the_rule_of_its_cluster(tmp_path: Path) -> None:
+    """decryption_secret: null, but clusters/dev gives its controller --sops-age-secret=cluster-key:
+    the suggested item names that Secret, as the message's rule does, and pasted it passes."""
+    root = make(tmp_path, {CLUSTER_APPS: cluster_apps(""),
+                           "clusters/dev/flux-system/kustomization.yaml": CONTROLLER_KEY,
+                           "clusters/dev/flux-system/gotk-components.yaml": "# flux install\n"})
+    found = findings(root, decryption_secret=None)
+    assert [(f.code, f.wave) for f in found] == [("missing-decryption", n) for n in ALL]
+    assert "per kustomize-controller --sops-age-secret=cluster-key in clusters/dev/flux-system" in found[0].message
+    fix = str(found[0].fix)
+    assert "The key is the out-of-band cluster-key Secret." in fix
+    assert "secretRef:\n          name: cluster-key\n" in fix
+    paste_under_spec_patches(root, CLUSTER_APPS, fix)
+    assert findings(root, decryption_secret=None) == []
+
+
+def paste_under_spec_patches(root: Path, unit: str, fix: str, open_key: bool = False) -> None:
+    """Paste a Flux-level fix as a user does: its item, indented, under spec.patches: (`open_key`:
+    that key is still to be written), the last key of the file."""
+    header, item = fix.split("\n", 1)
+    assert header.startswith(f"# {unit}: add under spec.patches: of ")
+    with open(root / unit, "a") as handle:
+        handle.write(("  patches:\n" if open_key else "") + indent(item, 4))
+
+
+def test_the_flux_level_fix_is_offered_only_for_the_waves_it_fixes(tmp_path: Path) -> None:
+    """With a controller-level key, wave 2's secretRef is the problem: the suggested item sets the
+    provider but cannot remove a secretRef, so it is offered for waves 0 and 1 only."""
+    root = make(tmp_path, {CLUSTER_APPS: cluster_apps(""),
+                           CFG.wave_cr_path(2): render.wave_cr(2, DECRYPTING_TEMPLATE, CFG)})
+    before = findings(root, decryption_secret=None)
+    assert [(f.code, f.wave) for f in before] == [("missing-decryption", n) for n in ALL]
+    fix = before[0].fix
+    assert fix is not None and [f.fix for f in before] == [fix, fix, None]
+    # --fix-overlays edits overlays, never a Flux Kustomization: no finding may say it makes this edit
+    assert fix_overlays(FsTree(str(root)), Config(decryption_secret=None), ALL) == []
+    assert not [f.message for f in before if "--fix-overlays" in f.message]
+    paste_under_spec_patches(root, CLUSTER_APPS, fix)
+    (after,) = findings(root, decryption_secret=None)
+    assert (after.code, after.wave) == ("missing-decryption", 2)
+    assert "secretRef.name is 'sops-age', but the key is controller-level" in after.message
 
 
 # ---- the Flux-level fix, pasted as a user pastes it --------------------------------------------------

@@ -11,7 +11,7 @@ from bot.flux.decryption import DecryptionRule, configured_rule, rule_for
 from bot.kustomize.repository import read_kustomizations
 from bot.repo.worktree import FsTree
 
-from conftest import write_files
+from conftest import CONTROLLER_KEY, write_files
 
 
 def wave(decryption: Any) -> dict[str, Any]:
@@ -40,14 +40,7 @@ def test_decryption_secret_null_is_read_from_the_config() -> None:
         ("sops-age",), True, "decryption_secret")
 
 
-FLUX_SYSTEM = """resources: [gotk-components.yaml]
-patches:
-  - target: {kind: Deployment, labelSelector: app.kubernetes.io/component=kustomize-controller}
-    patch: |
-      - op: add
-        path: /spec/template/spec/containers/0/args/-
-        value: --sops-age-secret=cluster-key
-"""
+FLUX_SYSTEM = CONTROLLER_KEY
 
 
 @pytest.mark.parametrize(("configured", "secrets"), [
