@@ -9,7 +9,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from bot.kustomize.files import read_kustomization
-from bot.kustomize.repository import Builds, applied_files, listed_files, read_kustomizations
+from bot.kustomize.repository import Builds, applied_files, read_kustomizations
 from bot.kustomize.spec import BuildError
 from bot.layout.units import wave_refs
 from bot.repo.tree import PlannedTree
@@ -124,7 +124,6 @@ def test_a_repeated_resources_key_lists_only_what_kustomize_builds(tmp_path: Pat
     names = sorted(re.findall(r"^  name: (\w+)$", built.stdout, re.MULTILINE))
     tree = FsTree(str(tmp_path))
     assert sorted(f.removeprefix("w/").removesuffix(".yaml") for f in applied_files(tree, "w")) == names
-    assert sorted(n.removesuffix(".yaml") for n in listed_files(tree, "w/kustomization.yaml")) == names
     assert sorted(n.removesuffix(".yaml") for n in wave_refs(tree, "w/kustomization.yaml")) == names
 
 
