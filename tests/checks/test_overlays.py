@@ -424,6 +424,25 @@ def test_an_overlay_wave_bot_cannot_evaluate_is_reported_not_guessed(tmp_path: P
                            "spec.decryption")
 
 
+@pytest.mark.parametrize(("limit", "checked"), [(10, True), (9, False)])
+def test_an_overlay_reading_more_files_than_the_limit_is_not_checked_its_patch_files_counted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int, checked: bool) -> None:
+    # The limit refuses a pathological repository with a finding instead of reading it all; lowered
+    # here so that ten files cross it: two kustomizations, the base's five objects and the overlay's
+    # three patch files, which are read as much as resources are.
+    monkeypatch.setattr("bot.kustomize.build.MAX_FILES", limit)
+    root = make(tmp_path, path_smp())
+    found = findings(root)
+    if checked:
+        assert found == []
+        return
+    (finding,) = found
+    assert (finding.code, finding.severity) == ("overlay-not-checked", "error")
+    assert finding.message.endswith(
+        "clusters/dev/patches/apps-wave-2-sops.yaml: the build reads more than 9 files; wave-bot stops there")
+    assert finding.fix is not None and finding.fix.startswith("kubectl kustomize clusters/dev")
+
+
 def test_a_wave_the_overlay_deletes(tmp_path: Path) -> None:
     root = make(tmp_path, {DEV: inline_smp((0, 1))[DEV].replace("patches:\n", "patches:\n  - patch: |\n" + indent(
         "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps-wave-2, "
