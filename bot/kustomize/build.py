@@ -49,11 +49,6 @@ from bot.naming import shown
 from bot.repo.tree import Tree
 from bot.yamlio import documents as yamlio
 
-"""Most files one build reads; a cluster overlay reads a few dozen."""
-
-
-"""The same identity under the name kustomize gives it (one record for one concept)."""
-
 
 @dataclass(frozen=True)
 class Object:

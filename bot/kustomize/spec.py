@@ -7,6 +7,7 @@ KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization
 KUSTOMIZATION_API = "kustomize.config.k8s.io/v1beta1"
 COMPONENT_API = "kustomize.config.k8s.io/v1alpha1"
 MAX_FILES = 2000
+"""Most files one build reads (kustomizations, resources and patch files); a cluster overlay reads a few dozen."""
 
 # Kustomization fields, by what this evaluator does with them (api/types/kustomization.go).
 EVALUATED = frozenset({
