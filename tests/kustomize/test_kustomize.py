@@ -243,6 +243,10 @@ AGREE: dict[str, dict[str, str]] = {
                      "spec: {finalizers: [kubernetes]}\n", "{kind: Namespace}"), resources="[../base, ns.yaml]"),
         "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n",
     },
+    "namespace renames the Namespace object the build holds": {
+        "clusters/o/kustomization.yaml": overlay("namespace: apps\n", resources="[../base, ns.yaml]"),
+        "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
+    },
     "bases come after resources": {
         "clusters/o/kustomization.yaml": "resources: [extra.yaml]\nbases: [../base]\n",
         "clusters/o/extra.yaml": (
@@ -427,6 +431,13 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("", resources="[../p]"),
          "clusters/p/kustomization.yaml": "resources: [../o]\n"},
         "kustomizations include each other in a cycle: clusters/o -> clusters/p -> clusters/o"),
+    "namespace renames two Namespaces to one": (
+        {"clusters/o/kustomization.yaml": overlay("namespace: apps\n", resources="[../base, ns.yaml]"),
+         "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n"
+                               "apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n"},
+        "clusters/o/kustomization.yaml:2: 'namespace: apps' gives two objects the id Namespace apps (v1) "
+        "(kustomize: namespace transformation produces ID conflict)\n"
+        "  hint: keep one Namespace object per kustomization that sets a namespace"),
     "resource without a name": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
          "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\n"},
