@@ -33,6 +33,7 @@ from bot.kustomize.files import (
     PatchUse,
     _list,
     _load,
+    _mapping_of,
     _name,
     _string_map,
     find_kustomization,
@@ -44,7 +45,7 @@ from bot.kustomize.files import (
 )
 from bot.kustomize.patching import PatchFailed, apply_json_patch, merge_patch
 from bot.kustomize.select import ResId
-from bot.kustomize.spec import CLUSTER_SCOPED, HINT_BY_HAND, JSON_OPS, MAX_FILES, BuildError, Unsupported
+from bot.kustomize.spec import CLUSTER_SCOPED, HINT_BY_HAND, JSON_OPS, LABEL_KEYS, MAX_FILES, BuildError, Unsupported
 from bot.naming import shown
 from bot.repo.tree import Tree
 from bot.yamlio import documents as yamlio
@@ -229,10 +230,20 @@ class _Builder:
     def _metadata(self, kust: Kustomization, acc: list[_Res]) -> None:
         """commonLabels, labels and commonAnnotations: they change what label selectors match later."""
         labels = _string_map(kust, "commonLabels")
-        for item in _list(kust, "labels"):
-            pairs = item.get("pairs") if isinstance(item, dict) else None
+        for i, item in enumerate(_list(kust, "labels")):
+            if item is None:
+                continue  # kustomize reads a null entry as an empty one
+            line = kust.line("labels", i)
+            _mapping_of(item, LABEL_KEYS, f"labels[{i}]", "a mapping (pairs, includeSelectors, ...)", kust, line)
+            if item.get("fields"):
+                # fieldSpecs write the labels wherever they name, spec.decryption included
+                raise Unsupported(f"labels[{i}].fields puts labels at paths wave-bot does not follow", path=kust.path,
+                                  line=line, hint=HINT_BY_HAND)
+            pairs = item.get("pairs")
+            if pairs is None:
+                continue  # kustomize adds nothing for an entry without pairs
             if not isinstance(pairs, dict):
-                raise BuildError("'labels' entries need 'pairs'", path=kust.path, line=kust.line("labels"))
+                raise BuildError(f"labels[{i}].pairs must be a mapping of labels", path=kust.path, line=line)
             labels.update({str(k): str(v) for k, v in pairs.items()})
         annotations = _string_map(kust, "commonAnnotations")
         for res in acc:

@@ -28,6 +28,7 @@ UNSUPPORTED = frozenset({
     "helmCharts", "helmGlobals", "helmChartInflationGenerator", "inventory",
 })
 PATCH_KEYS = frozenset({"path", "patch", "target", "options"})
+LABEL_KEYS = frozenset({"pairs", "includeSelectors", "includeTemplates", "fields"})
 SELECTOR_KEYS = frozenset({"group", "version", "kind", "name", "namespace", "labelSelector", "annotationSelector"})
 JSON_OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
 

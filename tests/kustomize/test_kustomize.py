@@ -243,6 +243,10 @@ AGREE: dict[str, dict[str, str]] = {
                      "spec: {finalizers: [kubernetes]}\n", "{kind: Namespace}"), resources="[../base, ns.yaml]"),
         "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n",
     },
+    "labels entries without pairs add nothing, and the others still apply": {
+        "clusters/o/kustomization.yaml": overlay("labels:\n  - includeSelectors: true\n  - null\n  - {}\n"
+                                                 "  - pairs: null\n  - pairs: {team: apps}\n    includeTemplates: true\n"),
+    },
     "namespace renames the Namespace object the build holds": {
         "clusters/o/kustomization.yaml": overlay("namespace: apps\n", resources="[../base, ns.yaml]"),
         "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
@@ -431,6 +435,15 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("", resources="[../p]"),
          "clusters/p/kustomization.yaml": "resources: [../o]\n"},
         "kustomizations include each other in a cycle: clusters/o -> clusters/p -> clusters/o"),
+    "a labels entry that is not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay("labels:\n  - pairs: {a: b}\n  - team\n")},
+        "clusters/o/kustomization.yaml:4: labels[1] must be a mapping"),
+    "labels pairs that are not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay("labels:\n  - pairs: [team]\n")},
+        "clusters/o/kustomization.yaml:3: labels[0].pairs must be a mapping of labels"),
+    "a labels entry with a field kustomize does not know": (
+        {"clusters/o/kustomization.yaml": overlay("labels:\n  - pair: {a: b}\n")},
+        "clusters/o/kustomization.yaml:3: labels[0] has unknown field 'pair' (kustomize rejects it)"),
     "namespace renames two Namespaces to one": (
         {"clusters/o/kustomization.yaml": overlay("namespace: apps\n", resources="[../base, ns.yaml]"),
          "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n"
@@ -525,6 +538,17 @@ def test_fields_that_could_rewrite_anything_are_unsupported(field: str, tmp_path
     key = field.split(":")[0]
     with pytest.raises(Unsupported, match=f"uses '{key}', which wave-bot does not evaluate"):
         build(FsTree(str(tmp_path)), "clusters/o")
+
+
+def test_labels_with_fields_are_unsupported(tmp_path: Path) -> None:
+    # fieldSpecs can write the labels into any field, spec.decryption included
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay(
+        "labels:\n  - pairs: {provider: sops}\n    fields: [{path: spec/decryption, kind: Kustomization, create: true}]\n")})
+    with pytest.raises(Unsupported) as caught:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert (caught.value.path, caught.value.line) == ("clusters/o/kustomization.yaml", 3)
+    assert caught.value.message == "labels[0].fields puts labels at paths wave-bot does not follow"
+    assert caught.value.hint == "check this overlay by hand: kubectl kustomize <overlay>"
 
 
 def test_symbolic_links_are_not_followed(tmp_path: Path) -> None:
