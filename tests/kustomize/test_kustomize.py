@@ -245,7 +245,8 @@ AGREE: dict[str, dict[str, str]] = {
     },
     "labels entries without pairs add nothing, and the others still apply": {
         "clusters/o/kustomization.yaml": overlay("labels:\n  - includeSelectors: true\n  - null\n  - {}\n"
-                                                 "  - pairs: null\n  - pairs: {team: apps}\n    includeTemplates: true\n"),
+                                                 "  - pairs: null\n  - pairs: {team: apps}\n"
+                                                 "    includeTemplates: true\n"),
     },
     "namespace renames the Namespace object the build holds": {
         "clusters/o/kustomization.yaml": overlay("namespace: apps\n", resources="[../base, ns.yaml]"),
@@ -405,7 +406,8 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
     "the same object twice": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, ../other]"),
          "clusters/other/kustomization.yaml": "resources: [w.yaml]\n", "clusters/other/w.yaml": wave(0)},
-        "Kustomization flux-system/apps-wave-0 (kustomize.toolkit.fluxcd.io/v1) is added twice"),
+        "clusters/o/kustomization.yaml:1: Kustomization flux-system/apps-wave-0 (kustomize.toolkit.fluxcd.io/v1) is "
+        "added twice (kustomize: may not add resource with an already registered id)"),
     "a key repeated in a resource": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
          "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  - {a: 1, a: 2}\n"},
@@ -451,6 +453,10 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         "clusters/o/kustomization.yaml:2: 'namespace: apps' gives two objects the id Namespace apps (v1) "
         "(kustomize: namespace transformation produces ID conflict)\n"
         "  hint: keep one Namespace object per kustomization that sets a namespace"),
+    "a resource document that is not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
+         "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n---\n- a\n"},
+        "clusters/o/x.yaml:5: a resource document must be a mapping (an object)"),
     "resource without a name": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
          "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\n"},
@@ -543,7 +549,8 @@ def test_fields_that_could_rewrite_anything_are_unsupported(field: str, tmp_path
 def test_labels_with_fields_are_unsupported(tmp_path: Path) -> None:
     # fieldSpecs can write the labels into any field, spec.decryption included
     write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay(
-        "labels:\n  - pairs: {provider: sops}\n    fields: [{path: spec/decryption, kind: Kustomization, create: true}]\n")})
+        "labels:\n  - pairs: {provider: sops}\n"
+        "    fields: [{path: spec/decryption, kind: Kustomization, create: true}]\n")})
     with pytest.raises(Unsupported) as caught:
         build(FsTree(str(tmp_path)), "clusters/o")
     assert (caught.value.path, caught.value.line) == ("clusters/o/kustomization.yaml", 3)
