@@ -424,22 +424,23 @@ def test_an_overlay_wave_bot_cannot_evaluate_is_reported_not_guessed(tmp_path: P
                            "spec.decryption")
 
 
-@pytest.mark.parametrize(("limit", "checked"), [(10, True), (9, False)])
+@pytest.mark.parametrize(("limit", "last"), [
+    (10, None), (9, "clusters/dev/patches/apps-wave-2-sops.yaml"), (6, "clusters/base/cluster-vars.yaml")])
 def test_an_overlay_reading_more_files_than_the_limit_is_not_checked_its_patch_files_counted(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int, checked: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int, last: str | None) -> None:
     # The limit refuses a pathological repository with a finding instead of reading it all; lowered
     # here so that ten files cross it: two kustomizations, the base's five objects and the overlay's
-    # three patch files, which are read as much as resources are.
+    # three patch files, which are read as much as resources are. The finding names the file read
+    # past the limit.
     monkeypatch.setattr("bot.kustomize.build.MAX_FILES", limit)
     root = make(tmp_path, path_smp())
     found = findings(root)
-    if checked:
+    if last is None:
         assert found == []
         return
     (finding,) = found
     assert (finding.code, finding.severity) == ("overlay-not-checked", "error")
-    assert finding.message.endswith(
-        "clusters/dev/patches/apps-wave-2-sops.yaml: the build reads more than 9 files; wave-bot stops there")
+    assert finding.message.endswith(f"{last}: the build reads more than {limit} files; wave-bot stops there")
     assert finding.fix is not None and finding.fix.startswith("kubectl kustomize clusters/dev")
 
 

@@ -414,7 +414,7 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         'clusters/o/x.yaml:6: mapping key "a" already defined at line 6'),
     "missing resource": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, gone.yaml]")},
-        "resources lists 'gone.yaml', which does not exist"),
+        "clusters/o/kustomization.yaml:1: resources lists 'gone.yaml', which does not exist"),
     "missing patch file": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n  - path: gone.yaml\n")},
         "does not exist (kustomize fails to build without it)"),
@@ -460,7 +460,11 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
     "resource without a name": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
          "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\n"},
-        "a resource needs kind and metadata.name"),
+        "clusters/o/x.yaml:1: a resource needs kind and metadata.name"),
+    "resource without a kind": (
+        {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
+         "clusters/o/x.yaml": "apiVersion: v1\nmetadata:\n  name: x\n"},
+        "clusters/o/x.yaml:1: a resource needs kind and metadata.name"),
 }
 
 
