@@ -76,14 +76,11 @@ class Problem:
 class Build:
     """What `kustomize build <directory>` gives, as far as this evaluator can tell."""
 
-    directory: str
     objects: tuple[Object, ...]
     patches: tuple[PatchUse, ...]
     problems: tuple[Problem, ...]
     kustomizations: tuple[str, ...]
     """Kustomization files read, in the order they were read (the built directory's first)."""
-    files: tuple[str, ...]
-    """Every file read (kustomizations, resources, patch files)."""
 
     def find(self, kind: str, group: str, name: str) -> list[Object]:
         return [o for o in self.objects if (o.id.kind, o.id.group, o.id.name) == (kind, group, name)]
@@ -95,14 +92,12 @@ def build(tree: Tree, directory: str, additions: Additions | None = None) -> Bui
     builder = _Builder(tree, additions)
     resources = builder.target(directory, 0, None, [])
     return Build(
-        directory=directory,
         objects=tuple(
             Object(value=r.value, id=r.ids[-1], original=r.ids[0], source=r.source) for r in resources
         ),
         patches=tuple(builder.patches),
         problems=tuple(builder.problems),
         kustomizations=tuple(builder.kustomizations),
-        files=tuple(builder.files),
     )
 
 
