@@ -761,6 +761,17 @@ def test_fix_overlays_follows_the_overlays_style_not_the_bases(tmp_path: Path, k
     assert kubectl_decrypted(kubectl, root, "clusters/dev") == {0, 1, 2, 3}
 
 
+def test_fix_overlays_follows_the_overlays_own_patches_before_its_components(tmp_path: Path) -> None:
+    """The overlay gives waves 0 and 1 decryption itself and a component gives wave 2: the new patch
+    goes where the overlay keeps its own, the nearest kustomization, not into the shared component."""
+    files = {DEV: inline_smp((0, 1))[DEV] + "components:\n  - ../components/sops\n",
+             COMPONENT: component((2,))[COMPONENT]}
+    root = make(tmp_path, files, waves=(0, 1, 2, 3))
+    changes = fix_overlays(FsTree(str(root)), CFG, (0, 1, 2, 3))
+    assert [c.path for c in changes] == [DEV]
+    assert "        name: apps-wave-3" in str(changes[0].content, "utf-8")
+
+
 def test_fix_overlays_never_copies_a_patch_that_removes_decryption(tmp_path: Path, kubectl: Kubectl) -> None:
     """The last patch touching decryption removes it (from the `tools` Kustomization, in JSON6902);
     the template for wave 3 is the last one that gives it: wave 2's patch file."""

@@ -399,14 +399,15 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, ../comp]"),
          "clusters/comp/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
                                              "namespace: x\n"},
-        "is a Component, but it is listed under resources"),
+        "clusters/comp/kustomization.yaml: is a Component, but it is listed under resources\n"
+        "  hint: list a Component under components:, anything else under resources:"),
     "kustomization listed under components": (
         {"clusters/o/kustomization.yaml": "components: [../base]\n"},
         "is a Kustomization, but it is listed under components"),
     "the same object twice": (
-        {"clusters/o/kustomization.yaml": overlay("", resources="[../base, ../other]"),
+        {"clusters/o/kustomization.yaml": overlay("", resources="\n  - ../base\n  - ../other"),
          "clusters/other/kustomization.yaml": "resources: [w.yaml]\n", "clusters/other/w.yaml": wave(0)},
-        "clusters/o/kustomization.yaml:1: Kustomization flux-system/apps-wave-0 (kustomize.toolkit.fluxcd.io/v1) is "
+        "clusters/o/kustomization.yaml:3: Kustomization flux-system/apps-wave-0 (kustomize.toolkit.fluxcd.io/v1) is "
         "added twice (kustomize: may not add resource with an already registered id)"),
     "a key repeated in a resource": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
@@ -432,11 +433,11 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
     "directory without kustomization": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, ../empty]"),
          "clusters/empty/x.yaml": wave(5)},
-        "has no kustomization.yaml; kustomize cannot build it"),
+        "clusters/empty: has no kustomization.yaml; kustomize cannot build it"),
     "cycle": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../p]"),
          "clusters/p/kustomization.yaml": "resources: [../o]\n"},
-        "kustomizations include each other in a cycle: clusters/o -> clusters/p -> clusters/o"),
+        "clusters/o: kustomizations include each other in a cycle: clusters/o -> clusters/p -> clusters/o"),
     "a labels entry that is not a mapping": (
         {"clusters/o/kustomization.yaml": overlay("labels:\n  - pairs: {a: b}\n  - team\n")},
         "clusters/o/kustomization.yaml:4: labels[1] must be a mapping"),
@@ -521,6 +522,13 @@ def test_patch_uses_record_where_and_what(tmp_path: Path) -> None:
 
 
 BY_HAND = "check this overlay by hand: kubectl kustomize <overlay>"
+
+
+def test_a_component_outside_the_repository_is_refused_at_its_line(tmp_path: Path) -> None:
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("components:\n  - ../../../outside\n")})
+    with pytest.raises(Unsupported, match="'../../../outside' points outside the repository") as caught:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert (caught.value.path, caught.value.line) == ("clusters/o/kustomization.yaml", 3)
 
 
 @pytest.mark.parametrize(("resources", "message", "hint"), [
