@@ -255,7 +255,9 @@ class _Builder:
 
     def _patch(self, kust: Kustomization, key: PatchField, i: int, entry: Any, acc: list[_Res], depth: int) -> None:
         use = read_patch(self.tree, kust, key, i, entry, depth, self._count)
-        if use.form == "json6902":
+        if not use.documents:  # a `patches` entry holding only comments: kustomize applies nothing
+            self._record(use, [])
+        elif use.form == "json6902":
             self._json(use, acc, kust)
         elif use.target is None:
             self._smp_by_id(use, acc)

@@ -248,6 +248,12 @@ AGREE: dict[str, dict[str, str]] = {
                                                  "  - pairs: null\n  - pairs: {team: apps}\n"
                                                  "    includeTemplates: true\n"),
     },
+    "a patches entry of comments only changes nothing; a null path is no path": {
+        "clusters/o/kustomization.yaml": overlay(
+            "patches:\n  - path: later.yaml\n  - path: later.yaml\n    target: {kind: Kustomization}\n"
+            "  - patch: '# later'\n  - path: null\n    patch: |\n" + indent(smp("apps-wave-0", DEC), 6)),
+        "clusters/o/later.yaml": "# the decryption patch goes here\n",
+    },
     "namespace renames the Namespace object the build holds": {
         "clusters/o/kustomization.yaml": overlay("namespace: apps\n", resources="[../base, ns.yaml]"),
         "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
@@ -385,6 +391,26 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: /spec/prune}", "{name: 'apps-wave-(0|1'}"))},
         "clusters/o/kustomization.yaml:3: target regular expression 'apps-wave-(0|1' does not parse"),
+    "a kind target regex that does not parse": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: remove, path: /spec/prune}", "{kind: 'Kustomization(', name: x}"))},
+        "clusters/o/kustomization.yaml:3: target regular expression 'Kustomization(' does not parse"),
+    "a namespace target regex that does not parse": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: remove, path: /spec/prune}", "{namespace: 'flux-(system'}"))},
+        "clusters/o/kustomization.yaml:3: target regular expression 'flux-(system' does not parse"),
+    "a patchesJson6902 target with an empty name": (
+        {"clusters/o/kustomization.yaml": overlay(
+            "patchesJson6902:\n  - target: {group: kustomize.toolkit.fluxcd.io, version: v1, kind: Kustomization, "
+            "name: ''}\n    patch: '[{op: remove, path: /spec/prune}]'\n")},
+        "clusters/o/kustomization.yaml:3: patchesJson6902[0] needs a target with a name"),
+    "an empty patch string": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - patch: ''\n")},
+        "clusters/o/kustomization.yaml:3: patches[0] needs exactly one of 'path' and 'patch'"),
+    "a legacy patch file of comments only": (
+        {"clusters/o/kustomization.yaml": overlay("patchesStrategicMerge:\n  - later.yaml\n"),
+         "clusters/o/later.yaml": "# the decryption patch goes here\n"},
+        "clusters/o/kustomization.yaml:3: patchesStrategicMerge[0] is an empty patch"),
     "a look-ahead RE2 refuses": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: /spec/prune}", "{name: '(?!apps-wave-1)apps-wave-.*'}"))},
