@@ -379,7 +379,16 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
     "smp without kind": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "metadata: {name: x}\n" + DEC, "{name: apps-wave-1}"))},
-        "a strategic-merge patch needs kind and metadata.name"),
+        "clusters/o/kustomization.yaml:3: patches[0]: a strategic-merge patch needs kind and metadata.name (kustomize "
+        "cannot parse it otherwise)"),
+    "a patches entry with a field kustomize does not know": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - path: p.yaml\n    tagret: {name: x}\n"),
+         "clusters/o/p.yaml": smp("apps-wave-0", DEC)},
+        "clusters/o/kustomization.yaml:3: patches[0] has unknown field 'tagret' (kustomize rejects it)"),
+    "a patch path that is not a string": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - path: [p.yaml]\n"),
+         "clusters/o/p.yaml": smp("apps-wave-0", DEC)},
+        "clusters/o/kustomization.yaml:3: patches[0].path must be a string"),
     "unknown kustomization field": (
         {"clusters/o/kustomization.yaml": overlay("bogus: 1\n")},
         "unknown field 'bogus': kustomize rejects this kustomization"),
@@ -700,6 +709,14 @@ def test_which_json6902_patches_touch_decryption(ops: list[dict[str, Any]], touc
         "patches:\n" + inline(json.dumps(ops), "{kind: Kustomization, name: apps-wave-0}"))})
     (use,) = build(FsTree(str(tmp_path)), "clusters/o").patches
     assert use.form == "json6902" and use.touches_decryption is touches
+
+
+def test_a_patch_file_outside_the_repository_is_refused_at_its_line(tmp_path: Path) -> None:
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("patches:\n  - path: ../../../p.yaml\n")})
+    with pytest.raises(Unsupported) as caught:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert (caught.value.path, caught.value.line) == ("clusters/o/kustomization.yaml", 3)
+    assert caught.value.message.startswith("'../../../p.yaml' points outside the repository")
 
 
 def test_a_legacy_patch_outside_the_repository_is_refused_at_its_line(tmp_path: Path) -> None:
