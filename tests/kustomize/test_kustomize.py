@@ -385,6 +385,9 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("patches:\n  - path: p.yaml\n    tagret: {name: x}\n"),
          "clusters/o/p.yaml": smp("apps-wave-0", DEC)},
         "clusters/o/kustomization.yaml:3: patches[0] has unknown field 'tagret' (kustomize rejects it)"),
+    "an inline patch that is not a string": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - patch: {metadata: {name: apps-wave-0}}\n")},
+        "clusters/o/kustomization.yaml:3: patches[0].patch must be a string (use `patch: |`)"),
     "a patch path that is not a string": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n  - path: [p.yaml]\n"),
          "clusters/o/p.yaml": smp("apps-wave-0", DEC)},
