@@ -385,6 +385,20 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("patches:\n  - path: p.yaml\n    tagret: {name: x}\n"),
          "clusters/o/p.yaml": smp("apps-wave-0", DEC)},
         "clusters/o/kustomization.yaml:3: patches[0] has unknown field 'tagret' (kustomize rejects it)"),
+    "a patches field that is not a list": (
+        {"clusters/o/kustomization.yaml": overlay("patches: later\n")},
+        "clusters/o/kustomization.yaml:2: 'patches' must be a list"),
+    "commonLabels that are not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay("commonLabels: [team]\n")},
+        "clusters/o/kustomization.yaml:2: 'commonLabels' must be a mapping"),
+    "an inline patch of plain text": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - patch: add decryption later\n")},
+        "clusters/o/kustomization.yaml:3: patches[0] is neither a strategic-merge nor a JSON6902 patch"),
+    "a patchesJson6902 entry holding a strategic-merge patch": (
+        {"clusters/o/kustomization.yaml": overlay(
+            "patchesJson6902:\n  - target: {group: kustomize.toolkit.fluxcd.io, version: v1, kind: Kustomization, "
+            "name: apps-wave-0}\n    patch: |\n" + indent(smp("apps-wave-0", DEC), 6))},
+        "clusters/o/kustomization.yaml:3: patchesJson6902[0] is neither a strategic-merge nor a JSON6902 patch"),
     "an inline patch that is not a string": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n  - patch: {metadata: {name: apps-wave-0}}\n")},
         "clusters/o/kustomization.yaml:3: patches[0].patch must be a string (use `patch: |`)"),
