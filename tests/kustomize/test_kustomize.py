@@ -399,6 +399,9 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
             "patchesJson6902:\n  - target: {group: kustomize.toolkit.fluxcd.io, version: v1, kind: Kustomization, "
             "name: apps-wave-0}\n    patch: |\n" + indent(smp("apps-wave-0", DEC), 6))},
         "clusters/o/kustomization.yaml:3: patchesJson6902[0] is neither a strategic-merge nor a JSON6902 patch"),
+    "resources that are not strings": (
+        {"clusters/o/kustomization.yaml": overlay("", resources="[../base, {path: x.yaml}]")},
+        "clusters/o/kustomization.yaml:1: 'resources' must be a list of strings"),
     "an inline patch that is not a string": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n  - patch: {metadata: {name: apps-wave-0}}\n")},
         "clusters/o/kustomization.yaml:3: patches[0].patch must be a string (use `patch: |`)"),
@@ -590,6 +593,8 @@ def test_a_component_outside_the_repository_is_refused_at_its_line(tmp_path: Pat
     ("[../base, /etc/kustomize]", "is an absolute path; wave-bot reads only files inside the repository",
      "use a path relative to the kustomization"),
     ("[../base, ../../../outside]", "points outside the repository; wave-bot does not follow it",
+     "keep every kustomize reference inside the repository"),
+    ("[../base, ../../..]", "'../../..' points outside the repository; wave-bot does not follow it",
      "keep every kustomize reference inside the repository"),
 ])
 def test_references_outside_the_repository_are_not_followed(
