@@ -134,6 +134,7 @@ KUSTOMIZATION_FIELDS = {
     "labels": "resources: [a.yaml]\nlabels:\n- pairs: {{a: {}}}\n",
     "patch target": "resources: [a.yaml]\npatches:\n- path: p.yaml\n  target: {{name: {}}}\n",
     "kind": "resources: [a.yaml]\nkind: {}\n",
+    "patchesStrategicMerge": "resources: [a.yaml]\npatchesStrategicMerge: [{}]\n",
 }
 SPELLINGS = ["yes", "on", "y", "No", "OFF", "0o17", "1e3", "0755", "12", ".5", "null", "2001-12-14", "'on'", '"y"',
              "!!str on", "a:b", "Kustomization"]
