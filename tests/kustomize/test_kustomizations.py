@@ -135,6 +135,7 @@ KUSTOMIZATION_FIELDS = {
     "patch target": "resources: [a.yaml]\npatches:\n- path: p.yaml\n  target: {{name: {}}}\n",
     "kind": "resources: [a.yaml]\nkind: {}\n",
     "patchesStrategicMerge": "resources: [a.yaml]\npatchesStrategicMerge: [{}]\n",
+    "commonAnnotations": "resources: [a.yaml]\ncommonAnnotations: {{a: {}}}\n",
 }
 SPELLINGS = ["yes", "on", "y", "No", "OFF", "0o17", "1e3", "0755", "12", ".5", "null", "2001-12-14", "'on'", '"y"',
              "!!str on", "a:b", "Kustomization"]
