@@ -17,7 +17,7 @@ from bot.cli import main
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.fixes.overlays import fix_overlays
-from bot.flux.evalpaths import discover_overlays
+from bot.flux.evalpaths import discover_overlays, evaluation_paths
 from bot.kustomize.build import build
 from bot.layout import render
 from bot.model import Change, Finding
@@ -818,6 +818,30 @@ def test_a_flux_kustomization_of_the_base_is_checked_with_its_components(tmp_pat
     assert (missing.code, missing.wave, missing.overlay) == (
         "missing-decryption", 2,
         f"{CLUSTER_APPS} (Flux Kustomization flux-system/cluster-apps, path ./clusters/base)")
+
+
+def flux_k(name: str, spec: str) -> str:
+    return (f"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+            f"metadata: {{name: {name}, namespace: flux-system}}\nspec:\n{spec}")
+
+
+def test_the_evaluation_paths_of_the_flux_kustomizations(tmp_path: Path) -> None:
+    # what each path's findings are labelled with, and the file and line they point at
+    root = make(tmp_path, {
+        **inline_smp(),
+        COMPONENT: component((0, 1))[COMPONENT],
+        # the overlay's own bootstrap Kustomization adds nothing: the overlay is that path already
+        "clusters/dev/flux-system.yaml": flux_k("flux-system", "  path: ./clusters/dev\n"),
+        "clusters/dev/renamed.yaml": flux_k("renamed", "  path: ./clusters/dev\n  namePrefix: dev-\n"),
+        # an absolute spec.path is the same directory; an empty namePrefix renames nothing
+        CLUSTER_APPS: "# cluster apps\n---\n" + flux_k(
+            "cluster-apps", "  path: /clusters/base\n  namePrefix: ''\n  components: [../components/sops]\n"),
+    })
+    paths = [p for p in evaluation_paths(FsTree(str(root)), CFG) if p.file is not None]
+    assert [(p.file, p.directory, p.line, p.unsupported) for p in paths] == [
+        (CLUSTER_APPS, "clusters/base", 2, None),
+        ("clusters/dev/renamed.yaml", "clusters/dev", 1, "its spec.namePrefix is not evaluated by wave-bot"),
+    ]
 
 
 # ---- the Flux-level fix, pasted as a user pastes it --------------------------------------------------
