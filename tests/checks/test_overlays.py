@@ -836,11 +836,18 @@ def test_the_evaluation_paths_of_the_flux_kustomizations(tmp_path: Path) -> None
         # an absolute spec.path is the same directory; an empty namePrefix renames nothing
         CLUSTER_APPS: "# cluster apps\n---\n" + flux_k(
             "cluster-apps", "  path: /clusters/base\n  namePrefix: ''\n  components: [../components/sops]\n"),
+        # a Kustomization of another group is no Flux object, whatever it mentions
+        "clusters/dev/other.yaml": flux_k("other", "  path: ./clusters/base\n  components: [../components/sops]\n")
+        .replace("kustomize.toolkit.fluxcd.io/v1", "example.com/v1\n# like kustomize.toolkit.fluxcd.io"),
+        # Flux Kustomizations are looked for six directories deep, no deeper
+        "deep/1/2/3/4/5/ks.yaml": flux_k("deep", "  path: ./clusters/base\n  components: [../components/sops]\n"),
+        "deep/1/2/3/4/5/6/ks.yaml": flux_k("deeper", "  path: ./clusters/base\n  components: [../components/sops]\n"),
     })
     paths = [p for p in evaluation_paths(FsTree(str(root)), CFG) if p.file is not None]
     assert [(p.file, p.directory, p.line, p.unsupported) for p in paths] == [
         (CLUSTER_APPS, "clusters/base", 2, None),
         ("clusters/dev/renamed.yaml", "clusters/dev", 1, "its spec.namePrefix is not evaluated by wave-bot"),
+        ("deep/1/2/3/4/5/ks.yaml", "clusters/base", 1, None),
     ]
 
 
