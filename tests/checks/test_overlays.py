@@ -474,6 +474,7 @@ def test_configured_overlays_are_used_as_given(tmp_path: Path) -> None:
     with pytest.raises(WaveBotError, match="overlays lists 'clusters/stage', which has no kustomization.yaml") as e:
         discover_overlays(FsTree(str(root)), Config(overlays=("clusters/stage",)))
     assert e.value.path == ".wave-bot.yaml"
+    assert e.value.hint == "list the directories Flux bootstraps (clusters/<env>)"
 
 
 def test_discovery_reports_a_broken_kustomization(tmp_path: Path) -> None:
@@ -496,6 +497,16 @@ def test_missing_base_entry(tmp_path: Path) -> None:
         "Kustomization, so nothing in apps/wave-3/ is ever applied; `wave-bot apply --fix-overlays` makes this edit")
     assert finding.fix == ("# clusters/base/kustomization.yaml: add under resources:\n"
                            "- apps-wave-3.yaml # Flux Kustomization -> ./apps/wave-3 (dependsOn apps-wave-2)\n")
+
+
+def test_a_stale_base_entry_under_bases_names_that_field(tmp_path: Path) -> None:
+    # kustomize builds `bases:` like `resources:` (after them); an old base may still list a wave there
+    root = make(tmp_path, {}, waves=(0, 1, 2))
+    edit = root / "clusters/base/kustomization.yaml"
+    edit.write_text(edit.read_text() + "bases:\n  - apps-wave-3.yaml\n")
+    (finding,) = base_findings(FsTree(str(root)), CFG, (0, 1, 2))
+    assert (finding.code, finding.wave, finding.line) == ("stale-base-entry", 3, 13)
+    assert finding.fix == "delete the line `- apps-wave-3.yaml` from bases: in clusters/base/kustomization.yaml"
 
 
 def test_stale_base_entry(tmp_path: Path) -> None:
