@@ -47,7 +47,7 @@ RELATED: dict[str, tuple[str, ...]] = {
     "flux.decryption": ("flux/test_decryption.py", "checks/test_overlays.py"),
     "flux.evalpaths": ("checks/test_overlays.py",),
     "kustomize.build": ("kustomize/test_kustomize.py", "kustomize/test_kustomizations.py", "checks/test_overlays.py"),
-    "kustomize.files": ("kustomize/test_kustomize.py", "checks/test_overlays.py"),
+    "kustomize.files": ("kustomize/test_kustomize.py", "checks/test_overlays.py", "kustomize/test_kustomizations.py"),
     "kustomize.select": ("kustomize/test_kustomize.py", "kustomize/test_resid.py"),
     "kustomize.patching": ("checks/test_overlays.py", "kustomize/test_kustomize.py"),
     "kustomize.repository": ("kustomize/test_kustomizations.py", "flux/test_decryption.py"),

@@ -33,6 +33,7 @@ from bot.kustomize.files import (
     PatchUse,
     _list,
     _load,
+    _mapping_of,
     _name,
     _string_map,
     find_kustomization,
@@ -44,15 +45,10 @@ from bot.kustomize.files import (
 )
 from bot.kustomize.patching import PatchFailed, apply_json_patch, merge_patch
 from bot.kustomize.select import ResId
-from bot.kustomize.spec import CLUSTER_SCOPED, HINT_BY_HAND, JSON_OPS, MAX_FILES, BuildError, Unsupported
+from bot.kustomize.spec import CLUSTER_SCOPED, HINT_BY_HAND, JSON_OPS, LABEL_KEYS, MAX_FILES, BuildError, Unsupported
 from bot.naming import shown
 from bot.repo.tree import Tree
 from bot.yamlio import documents as yamlio
-
-"""Most files one build reads; a cluster overlay reads a few dozen."""
-
-
-"""The same identity under the name kustomize gives it (one record for one concept)."""
 
 
 @dataclass(frozen=True)
@@ -80,14 +76,11 @@ class Problem:
 class Build:
     """What `kustomize build <directory>` gives, as far as this evaluator can tell."""
 
-    directory: str
     objects: tuple[Object, ...]
     patches: tuple[PatchUse, ...]
     problems: tuple[Problem, ...]
     kustomizations: tuple[str, ...]
     """Kustomization files read, in the order they were read (the built directory's first)."""
-    files: tuple[str, ...]
-    """Every file read (kustomizations, resources, patch files)."""
 
     def find(self, kind: str, group: str, name: str) -> list[Object]:
         return [o for o in self.objects if (o.id.kind, o.id.group, o.id.name) == (kind, group, name)]
@@ -99,14 +92,12 @@ def build(tree: Tree, directory: str, additions: Additions | None = None) -> Bui
     builder = _Builder(tree, additions)
     resources = builder.target(directory, 0, None, [])
     return Build(
-        directory=directory,
         objects=tuple(
             Object(value=r.value, id=r.ids[-1], original=r.ids[0], source=r.source) for r in resources
         ),
         patches=tuple(builder.patches),
         problems=tuple(builder.problems),
         kustomizations=tuple(builder.kustomizations),
-        files=tuple(builder.files),
     )
 
 
@@ -234,10 +225,20 @@ class _Builder:
     def _metadata(self, kust: Kustomization, acc: list[_Res]) -> None:
         """commonLabels, labels and commonAnnotations: they change what label selectors match later."""
         labels = _string_map(kust, "commonLabels")
-        for item in _list(kust, "labels"):
-            pairs = item.get("pairs") if isinstance(item, dict) else None
+        for i, item in enumerate(_list(kust, "labels")):
+            if item is None:
+                continue  # kustomize reads a null entry as an empty one
+            line = kust.line("labels", i)
+            _mapping_of(item, LABEL_KEYS, f"labels[{i}]", "a mapping (pairs, includeSelectors, ...)", kust, line)
+            if item.get("fields"):
+                # fieldSpecs write the labels wherever they name, spec.decryption included
+                raise Unsupported(f"labels[{i}].fields puts labels at paths wave-bot does not follow", path=kust.path,
+                                  line=line, hint=HINT_BY_HAND)
+            pairs = item.get("pairs")
+            if pairs is None:
+                continue  # kustomize adds nothing for an entry without pairs
             if not isinstance(pairs, dict):
-                raise BuildError("'labels' entries need 'pairs'", path=kust.path, line=kust.line("labels"))
+                raise BuildError(f"labels[{i}].pairs must be a mapping of labels", path=kust.path, line=line)
             labels.update({str(k): str(v) for k, v in pairs.items()})
         annotations = _string_map(kust, "commonAnnotations")
         for res in acc:
@@ -254,7 +255,9 @@ class _Builder:
 
     def _patch(self, kust: Kustomization, key: PatchField, i: int, entry: Any, acc: list[_Res], depth: int) -> None:
         use = read_patch(self.tree, kust, key, i, entry, depth, self._count)
-        if use.form == "json6902":
+        if not use.documents:  # a `patches` entry holding only comments: kustomize applies nothing
+            self._record(use, [])
+        elif use.form == "json6902":
             self._json(use, acc, kust)
         elif use.target is None:
             self._smp_by_id(use, acc)

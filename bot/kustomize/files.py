@@ -306,14 +306,15 @@ def read_patch(tree: Tree, kust: Kustomization, key: PatchField, i: int, entry: 
     if key == "patchesStrategicMerge":
         return _read_legacy_smp(tree, kust, i, entry, depth, line, count)
     _mapping_of(entry, PATCH_KEYS, f"{key}[{i}]", "a mapping (path/patch, target)", kust, line)
-    if ("path" in entry) == ("patch" in entry):
+    given = [k for k in ("path", "patch") if entry.get(k) not in (None, "")]  # kustomize: '' or null is unset
+    if len(given) != 1:
         raise BuildError(f"{key}[{i}] needs exactly one of 'path' and 'patch'", path=kust.path, line=line)
     target = _selector(entry.get("target"), f"{key}[{i}]", kust, line)
     if key == "patchesJson6902" and (target is None or "name" not in target.fields):
         raise BuildError(f"{key}[{i}] needs a target with a name (kustomize: must specify the target name)",
                          path=kust.path, line=line)
     path = None
-    if "path" in entry:
+    if given == ["path"]:
         if not isinstance(entry["path"], str):
             raise BuildError(f"{key}[{i}].path must be a string", path=kust.path, line=line)
         path = resolve(kust.directory, entry["path"], kust.path, line, tree=tree)
@@ -322,7 +323,7 @@ def read_patch(tree: Tree, kust: Kustomization, key: PatchField, i: int, entry: 
     docs = _patch_documents(tree, kust, key, i, path, entry.get("patch"), count)
     if len(docs) == 1 and isinstance(docs[0], list):
         form: Literal["smp", "json6902"] = "json6902"
-    elif docs and all(isinstance(d, dict) for d in docs) and key != "patchesJson6902":
+    elif all(isinstance(d, dict) for d in docs) and key != "patchesJson6902":
         form = "smp"
     else:
         raise BuildError(f"{key}[{i}] is neither a strategic-merge nor a JSON6902 patch", path=kust.path,
@@ -357,7 +358,7 @@ def _patch_documents(tree: Tree, kust: Kustomization, key: str, i: int, path: st
     else:
         data, label = str(inline).encode(), f"{kust.path} ({key}[{i}])"
     docs = [d.value for d in _load(data, label, duplicates="patch")]
-    if not docs:
+    if not docs and key != "patches":  # kustomize applies a `patches` entry of comments only as nothing
         raise BuildError(f"{key}[{i}] is an empty patch", path=kust.path, line=kust.line(key, i))
     for doc in docs:
         if isinstance(doc, dict) and not (doc.get("kind") and _name(doc)):

@@ -237,28 +237,6 @@ def _resource_item(path: yamlio.Path) -> bool:
     return len(path) <= 2 and path[0] == "resources"
 
 
-def listed_files(tree: Tree, path: str) -> list[str]:
-    """The plain file names a kustomization lists in `resources` (other entries are ignored).
-
-    Read with the scanner, not built into objects: a wave of a large repository lists thousands.
-    """
-    docs = [d for d in yamlio.scan(tree.read(path), path, capture=_resource_item) if not d.empty]
-    if docs and (not docs[0].is_mapping or ("resources",) in docs[0].scalars):
-        raise WaveBotError(
-            "is not a kustomization with a list of resources",
-            path=path,
-            line=docs[0].start_line,
-            hint="run `wave-bot apply` to regenerate it",
-        )
-    items = docs[0].scalars if docs else {}
-    names = []
-    for _, entry in sorted((k, v) for k, v in items.items() if len(k) == 2):
-        name = entry[2:] if entry.startswith("./") else entry
-        if name and "/" not in name and name not in (".", ".."):
-            names.append(name)
-    return names
-
-
 def applied_files(tree: Tree, directory: str, seen: set[str] | None = None) -> list[str]:
     """The files a Flux Kustomization whose spec.path is `directory` applies: what its kustomization
     (any file name) lists under `resources`, through listed directories; without a kustomization,
@@ -329,5 +307,5 @@ class Builds:
 
 __all__ = [
     "Builds", "Kustomizations", "PatchEntry", "Reference", "Role", "applied_files", "is_kustomization_file",
-    "listed_files", "read_kustomizations",
+    "read_kustomizations",
 ]

@@ -7,6 +7,7 @@ KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization
 KUSTOMIZATION_API = "kustomize.config.k8s.io/v1beta1"
 COMPONENT_API = "kustomize.config.k8s.io/v1alpha1"
 MAX_FILES = 2000
+"""Most files one build reads (kustomizations, resources and patch files); a cluster overlay reads a few dozen."""
 
 # Kustomization fields, by what this evaluator does with them (api/types/kustomization.go).
 EVALUATED = frozenset({
@@ -27,6 +28,7 @@ UNSUPPORTED = frozenset({
     "helmCharts", "helmGlobals", "helmChartInflationGenerator", "inventory",
 })
 PATCH_KEYS = frozenset({"path", "patch", "target", "options"})
+LABEL_KEYS = frozenset({"pairs", "includeSelectors", "includeTemplates", "fields"})
 SELECTOR_KEYS = frozenset({"group", "version", "kind", "name", "namespace", "labelSelector", "annotationSelector"})
 JSON_OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
 

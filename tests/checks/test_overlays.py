@@ -17,7 +17,7 @@ from bot.cli import main
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.fixes.overlays import fix_overlays
-from bot.flux.evalpaths import discover_overlays
+from bot.flux.evalpaths import discover_overlays, evaluation_paths
 from bot.kustomize.build import build
 from bot.layout import render
 from bot.model import Change, Finding
@@ -446,6 +446,26 @@ def test_an_overlay_wave_bot_cannot_evaluate_is_reported_not_guessed(tmp_path: P
                            "spec.decryption")
 
 
+@pytest.mark.parametrize(("limit", "last"), [
+    (10, None), (9, "clusters/dev/patches/apps-wave-2-sops.yaml"), (6, "clusters/base/cluster-vars.yaml")])
+def test_an_overlay_reading_more_files_than_the_limit_is_not_checked_its_patch_files_counted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int, last: str | None) -> None:
+    # The limit refuses a pathological repository with a finding instead of reading it all; lowered
+    # here so that ten files cross it: two kustomizations, the base's five objects and the overlay's
+    # three patch files, which are read as much as resources are. The finding names the file read
+    # past the limit.
+    monkeypatch.setattr("bot.kustomize.build.MAX_FILES", limit)
+    root = make(tmp_path, path_smp())
+    found = findings(root)
+    if last is None:
+        assert found == []
+        return
+    (finding,) = found
+    assert (finding.code, finding.severity) == ("overlay-not-checked", "error")
+    assert finding.message.endswith(f"{last}: the build reads more than {limit} files; wave-bot stops there")
+    assert finding.fix is not None and finding.fix.startswith("kubectl kustomize clusters/dev")
+
+
 def deleting_wave_2() -> dict[str, str]:
     """clusters/dev decrypting waves 0 and 1 and deleting wave 2's Flux Kustomization."""
     return {DEV: inline_smp((0, 1))[DEV].replace("patches:\n", "patches:\n  - patch: |\n" + indent(
@@ -563,6 +583,7 @@ def test_configured_overlays_are_used_as_given(tmp_path: Path) -> None:
     with pytest.raises(WaveBotError, match="overlays lists 'clusters/stage', which has no kustomization.yaml") as e:
         discover_overlays(FsTree(str(root)), Config(overlays=("clusters/stage",)))
     assert e.value.path == ".wave-bot.yaml"
+    assert e.value.hint == "list the directories Flux bootstraps (clusters/<env>)"
 
 
 def test_discovery_reports_a_broken_kustomization(tmp_path: Path) -> None:
@@ -585,6 +606,16 @@ def test_missing_base_entry(tmp_path: Path) -> None:
         "Kustomization, so nothing in apps/wave-3/ is ever applied; `wave-bot apply --fix-overlays` makes this edit")
     assert finding.fix == ("# clusters/base/kustomization.yaml: add under resources:\n"
                            "- apps-wave-3.yaml # Flux Kustomization -> ./apps/wave-3 (dependsOn apps-wave-2)\n")
+
+
+def test_a_stale_base_entry_under_bases_names_that_field(tmp_path: Path) -> None:
+    # kustomize builds `bases:` like `resources:` (after them); an old base may still list a wave there
+    root = make(tmp_path, {}, waves=(0, 1, 2))
+    edit = root / "clusters/base/kustomization.yaml"
+    edit.write_text(edit.read_text() + "bases:\n  - apps-wave-3.yaml\n")
+    (finding,) = base_findings(FsTree(str(root)), CFG, (0, 1, 2))
+    assert (finding.code, finding.wave, finding.line) == ("stale-base-entry", 3, 13)
+    assert finding.fix == "delete the line `- apps-wave-3.yaml` from bases: in clusters/base/kustomization.yaml"
 
 
 def test_stale_base_entry(tmp_path: Path) -> None:
@@ -852,6 +883,17 @@ def test_fix_overlays_follows_the_overlays_style_not_the_bases(tmp_path: Path, k
     assert kubectl_decrypted(kubectl, root, "clusters/dev") == {0, 1, 2, 3}
 
 
+def test_fix_overlays_follows_the_overlays_own_patches_before_its_components(tmp_path: Path) -> None:
+    """The overlay gives waves 0 and 1 decryption itself and a component gives wave 2: the new patch
+    goes where the overlay keeps its own, the nearest kustomization, not into the shared component."""
+    files = {DEV: inline_smp((0, 1))[DEV] + "components:\n  - ../components/sops\n",
+             COMPONENT: component((2,))[COMPONENT]}
+    root = make(tmp_path, files, waves=(0, 1, 2, 3))
+    changes = fix_overlays(FsTree(str(root)), CFG, (0, 1, 2, 3))
+    assert [c.path for c in changes] == [DEV]
+    assert "        name: apps-wave-3" in str(changes[0].content, "utf-8")
+
+
 def test_fix_overlays_never_copies_a_patch_that_removes_decryption(tmp_path: Path, kubectl: Kubectl) -> None:
     """The last patch touching decryption removes it (from the `tools` Kustomization, in JSON6902);
     the template for wave 3 is the last one that gives it: wave 2's patch file."""
@@ -955,6 +997,37 @@ def test_the_flux_level_fix_is_offered_only_for_the_waves_it_fixes(tmp_path: Pat
     (after,) = findings(root, decryption_secret=None)
     assert (after.code, after.wave) == ("missing-decryption", 2)
     assert "secretRef.name is 'sops-age', but the key is controller-level" in after.message
+
+
+def flux_k(name: str, spec: str) -> str:
+    return (f"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
+            f"metadata: {{name: {name}, namespace: flux-system}}\nspec:\n{spec}")
+
+
+def test_the_evaluation_paths_of_the_flux_kustomizations(tmp_path: Path) -> None:
+    # what each path's findings are labelled with, and the file and line they point at
+    root = make(tmp_path, {
+        **inline_smp(),
+        COMPONENT: component((0, 1))[COMPONENT],
+        # the overlay's own bootstrap Kustomization adds nothing: the overlay is that path already
+        "clusters/dev/flux-system.yaml": flux_k("flux-system", "  path: ./clusters/dev\n"),
+        "clusters/dev/renamed.yaml": flux_k("renamed", "  path: ./clusters/dev\n  namePrefix: dev-\n"),
+        # an absolute spec.path is the same directory; an empty namePrefix renames nothing
+        CLUSTER_APPS: "# cluster apps\n---\n" + flux_k(
+            "cluster-apps", "  path: /clusters/base\n  namePrefix: ''\n  components: [../components/sops]\n"),
+        # a Kustomization of another group is no Flux object, whatever it mentions
+        "clusters/dev/other.yaml": flux_k("other", "  path: ./clusters/base\n  components: [../components/sops]\n")
+        .replace("kustomize.toolkit.fluxcd.io/v1", "example.com/v1\n# like kustomize.toolkit.fluxcd.io"),
+        # Flux Kustomizations are looked for six directories deep, no deeper
+        "deep/1/2/3/4/5/ks.yaml": flux_k("deep", "  path: ./clusters/base\n  components: [../components/sops]\n"),
+        "deep/1/2/3/4/5/6/ks.yaml": flux_k("deeper", "  path: ./clusters/base\n  components: [../components/sops]\n"),
+    })
+    paths = [p for p in evaluation_paths(FsTree(str(root)), CFG) if p.file is not None]
+    assert [(p.file, p.directory, p.line, p.unsupported) for p in paths] == [
+        (CLUSTER_APPS, "clusters/base", 2, None),
+        ("clusters/dev/renamed.yaml", "clusters/dev", 1, "its spec.namePrefix is not evaluated by wave-bot"),
+        ("deep/1/2/3/4/5/ks.yaml", "clusters/base", 1, None),
+    ]
 
 
 # ---- the Flux-level fix, pasted as a user pastes it --------------------------------------------------

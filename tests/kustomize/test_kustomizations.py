@@ -9,7 +9,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from bot.kustomize.files import read_kustomization
-from bot.kustomize.repository import Builds, applied_files, listed_files, read_kustomizations
+from bot.kustomize.repository import Builds, applied_files, read_kustomizations
 from bot.kustomize.spec import BuildError
 from bot.layout.units import wave_refs
 from bot.repo.tree import PlannedTree
@@ -124,7 +124,6 @@ def test_a_repeated_resources_key_lists_only_what_kustomize_builds(tmp_path: Pat
     names = sorted(re.findall(r"^  name: (\w+)$", built.stdout, re.MULTILINE))
     tree = FsTree(str(tmp_path))
     assert sorted(f.removeprefix("w/").removesuffix(".yaml") for f in applied_files(tree, "w")) == names
-    assert sorted(n.removesuffix(".yaml") for n in listed_files(tree, "w/kustomization.yaml")) == names
     assert sorted(n.removesuffix(".yaml") for n in wave_refs(tree, "w/kustomization.yaml")) == names
 
 
@@ -135,6 +134,8 @@ KUSTOMIZATION_FIELDS = {
     "labels": "resources: [a.yaml]\nlabels:\n- pairs: {{a: {}}}\n",
     "patch target": "resources: [a.yaml]\npatches:\n- path: p.yaml\n  target: {{name: {}}}\n",
     "kind": "resources: [a.yaml]\nkind: {}\n",
+    "patchesStrategicMerge": "resources: [a.yaml]\npatchesStrategicMerge: [{}]\n",
+    "commonAnnotations": "resources: [a.yaml]\ncommonAnnotations: {{a: {}}}\n",
 }
 SPELLINGS = ["yes", "on", "y", "No", "OFF", "0o17", "1e3", "0755", "12", ".5", "null", "2001-12-14", "'on'", '"y"',
              "!!str on", "a:b", "Kustomization"]
@@ -241,3 +242,71 @@ def test_from_the_repository_root_every_kustomization_is_read_even_one_kustomize
     assert model.roles("k/p.yaml") == {"patch"}
     # a target of another group aims at another object, whatever its kind and name
     assert model.patches_aimed_only_at(FLUX, "Kustomization", "tools") == []
+
+
+def config_map(name: str) -> str:
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
+
+
+def object_names(paths: list[str]) -> list[str]:
+    """The object each file holds (one ConfigMap named after the file)."""
+    return sorted(p.rpartition("/")[2].partition(".")[0] for p in paths)
+
+
+APPLIED_TREE = {
+    # every kustomization file name, a listed directory, one reached through `..`, files none lists
+    "kustomization.yaml": "resources: [t, top.yaml]\n",
+    "top.yaml": config_map("top"),
+    "t/Kustomization": "resources: [./a.yaml, sub, ../shared]\n",
+    "t/a.yaml": config_map("a"),
+    "t/unlisted.yaml": config_map("unlisted"),
+    "t/sub/kustomization.yml": "resources:\n  - b.yaml\n",
+    "t/sub/b.yaml": config_map("b"),
+    "t/sub/other.yaml": config_map("other"),
+    "shared/kustomization.yaml": "resources: [s.yaml]\n",
+    "shared/s.yaml": config_map("s"),
+}
+
+
+@pytest.mark.parametrize("directory", ["", "t"])
+def test_applied_files_are_the_files_kustomize_builds(tmp_path: Path, kubectl: Kubectl, directory: str) -> None:
+    # what a tier's Flux Kustomization applies, which the duplicate and cross-Kustomization checks compare
+    write_files(tmp_path, APPLIED_TREE)
+    built = kubectl(tmp_path / directory)
+    assert built.returncode == 0, built.stderr
+    names = sorted(re.findall(r"^  name: (\w+)$", built.stdout, re.MULTILINE))
+    assert object_names(applied_files(FsTree(str(tmp_path)), directory)) == names
+
+
+def test_applied_files_leave_out_remote_and_outside_references(tmp_path: Path) -> None:
+    # kustomize would fetch these or refuse them; they are never files of this repository (and `..`
+    # above the root is not a path wave-bot may even ask the work tree about)
+    refs = ["./a.yaml", "https://github.com/org/repo//deploy?ref=v1", "../..", "../../x.yaml", "missing.yaml", "sub"]
+    write_files(tmp_path, {**APPLIED_TREE, "t/Kustomization": "resources:\n" + "".join(f"  - {r}\n" for r in refs)})
+    assert applied_files(FsTree(str(tmp_path)), "t") == ["t/a.yaml", "t/sub/b.yaml"]
+
+
+def test_without_a_kustomization_every_yaml_file_below_is_applied_as_kustomize_controller_generates(
+        tmp_path: Path) -> None:
+    # kustomize-controller's generator lists each .yaml/.yml file below spec.path and takes a
+    # subdirectory holding a kustomization as one unit (its listed files only)
+    write_files(tmp_path, {
+        "gen/a.yaml": config_map("a"),
+        "gen/notes.txt": "not a manifest\n",
+        "gen/sub/b.yml": config_map("b"),
+        "gen/unit/kustomization.yaml": "resources: [c.yaml]\n",
+        "gen/unit/c.yaml": config_map("c"),
+        "gen/unit/d.yaml": config_map("d"),
+    })
+    assert applied_files(FsTree(str(tmp_path)), "gen") == ["gen/a.yaml", "gen/sub/b.yml", "gen/unit/c.yaml"]
+
+
+def test_directories_that_list_each_other_are_read_once(tmp_path: Path) -> None:
+    # kustomize fails on the cycle; wave-bot's inventory still ends, with each file once
+    write_files(tmp_path, {
+        "gen/a.yaml": config_map("a"),
+        "gen/unit/kustomization.yaml": "resources: [c.yaml, .., ../unit]\n",
+        "gen/unit/c.yaml": config_map("c"),
+    })
+    assert applied_files(FsTree(str(tmp_path)), "gen") == ["gen/a.yaml", "gen/unit/c.yaml"]
+    assert applied_files(FsTree(str(tmp_path)), "gen/unit") == ["gen/unit/c.yaml", "gen/a.yaml"]

@@ -243,6 +243,21 @@ AGREE: dict[str, dict[str, str]] = {
                      "spec: {finalizers: [kubernetes]}\n", "{kind: Namespace}"), resources="[../base, ns.yaml]"),
         "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: apps}\n",
     },
+    "labels entries without pairs add nothing, and the others still apply": {
+        "clusters/o/kustomization.yaml": overlay("labels:\n  - includeSelectors: true\n  - null\n  - {}\n"
+                                                 "  - pairs: null\n  - pairs: {team: apps}\n"
+                                                 "    includeTemplates: true\n"),
+    },
+    "a patches entry of comments only changes nothing; a null path is no path": {
+        "clusters/o/kustomization.yaml": overlay(
+            "patches:\n  - path: later.yaml\n  - path: later.yaml\n    target: {kind: Kustomization}\n"
+            "  - patch: '# later'\n  - path: null\n    patch: |\n" + indent(smp("apps-wave-0", DEC), 6)),
+        "clusters/o/later.yaml": "# the decryption patch goes here\n",
+    },
+    "namespace renames the Namespace object the build holds": {
+        "clusters/o/kustomization.yaml": overlay("namespace: apps\n", resources="[../base, ns.yaml]"),
+        "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
+    },
     "bases come after resources": {
         "clusters/o/kustomization.yaml": "resources: [extra.yaml]\nbases: [../base]\n",
         "clusters/o/extra.yaml": (
@@ -364,7 +379,36 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
     "smp without kind": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "metadata: {name: x}\n" + DEC, "{name: apps-wave-1}"))},
-        "a strategic-merge patch needs kind and metadata.name"),
+        "clusters/o/kustomization.yaml:3: patches[0]: a strategic-merge patch needs kind and metadata.name (kustomize "
+        "cannot parse it otherwise)"),
+    "a patches entry with a field kustomize does not know": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - path: p.yaml\n    tagret: {name: x}\n"),
+         "clusters/o/p.yaml": smp("apps-wave-0", DEC)},
+        "clusters/o/kustomization.yaml:3: patches[0] has unknown field 'tagret' (kustomize rejects it)"),
+    "a patches field that is not a list": (
+        {"clusters/o/kustomization.yaml": overlay("patches: later\n")},
+        "clusters/o/kustomization.yaml:2: 'patches' must be a list"),
+    "commonLabels that are not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay("commonLabels: [team]\n")},
+        "clusters/o/kustomization.yaml:2: 'commonLabels' must be a mapping"),
+    "an inline patch of plain text": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - patch: add decryption later\n")},
+        "clusters/o/kustomization.yaml:3: patches[0] is neither a strategic-merge nor a JSON6902 patch"),
+    "a patchesJson6902 entry holding a strategic-merge patch": (
+        {"clusters/o/kustomization.yaml": overlay(
+            "patchesJson6902:\n  - target: {group: kustomize.toolkit.fluxcd.io, version: v1, kind: Kustomization, "
+            "name: apps-wave-0}\n    patch: |\n" + indent(smp("apps-wave-0", DEC), 6))},
+        "clusters/o/kustomization.yaml:3: patchesJson6902[0] is neither a strategic-merge nor a JSON6902 patch"),
+    "resources that are not strings": (
+        {"clusters/o/kustomization.yaml": overlay("", resources="[../base, {path: x.yaml}]")},
+        "clusters/o/kustomization.yaml:1: 'resources' must be a list of strings"),
+    "an inline patch that is not a string": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - patch: {metadata: {name: apps-wave-0}}\n")},
+        "clusters/o/kustomization.yaml:3: patches[0].patch must be a string (use `patch: |`)"),
+    "a patch path that is not a string": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - path: [p.yaml]\n"),
+         "clusters/o/p.yaml": smp("apps-wave-0", DEC)},
+        "clusters/o/kustomization.yaml:3: patches[0].path must be a string"),
     "unknown kustomization field": (
         {"clusters/o/kustomization.yaml": overlay("bogus: 1\n")},
         "unknown field 'bogus': kustomize rejects this kustomization"),
@@ -376,6 +420,26 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: /spec/prune}", "{name: 'apps-wave-(0|1'}"))},
         "clusters/o/kustomization.yaml:3: target regular expression 'apps-wave-(0|1' does not parse"),
+    "a kind target regex that does not parse": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: remove, path: /spec/prune}", "{kind: 'Kustomization(', name: x}"))},
+        "clusters/o/kustomization.yaml:3: target regular expression 'Kustomization(' does not parse"),
+    "a namespace target regex that does not parse": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
+            "- {op: remove, path: /spec/prune}", "{namespace: 'flux-(system'}"))},
+        "clusters/o/kustomization.yaml:3: target regular expression 'flux-(system' does not parse"),
+    "a patchesJson6902 target with an empty name": (
+        {"clusters/o/kustomization.yaml": overlay(
+            "patchesJson6902:\n  - target: {group: kustomize.toolkit.fluxcd.io, version: v1, kind: Kustomization, "
+            "name: ''}\n    patch: '[{op: remove, path: /spec/prune}]'\n")},
+        "clusters/o/kustomization.yaml:3: patchesJson6902[0] needs a target with a name"),
+    "an empty patch string": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - patch: ''\n")},
+        "clusters/o/kustomization.yaml:3: patches[0] needs exactly one of 'path' and 'patch'"),
+    "a legacy patch file of comments only": (
+        {"clusters/o/kustomization.yaml": overlay("patchesStrategicMerge:\n  - later.yaml\n"),
+         "clusters/o/later.yaml": "# the decryption patch goes here\n"},
+        "clusters/o/kustomization.yaml:3: patchesStrategicMerge[0] is an empty patch"),
     "a look-ahead RE2 refuses": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n" + inline(
             "- {op: remove, path: /spec/prune}", "{name: '(?!apps-wave-1)apps-wave-.*'}"))},
@@ -390,21 +454,23 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, ../comp]"),
          "clusters/comp/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
                                              "namespace: x\n"},
-        "is a Component, but it is listed under resources"),
+        "clusters/comp/kustomization.yaml: is a Component, but it is listed under resources\n"
+        "  hint: list a Component under components:, anything else under resources:"),
     "kustomization listed under components": (
         {"clusters/o/kustomization.yaml": "components: [../base]\n"},
         "is a Kustomization, but it is listed under components"),
     "the same object twice": (
-        {"clusters/o/kustomization.yaml": overlay("", resources="[../base, ../other]"),
+        {"clusters/o/kustomization.yaml": overlay("", resources="\n  - ../base\n  - ../other"),
          "clusters/other/kustomization.yaml": "resources: [w.yaml]\n", "clusters/other/w.yaml": wave(0)},
-        "Kustomization flux-system/apps-wave-0 (kustomize.toolkit.fluxcd.io/v1) is added twice"),
+        "clusters/o/kustomization.yaml:3: Kustomization flux-system/apps-wave-0 (kustomize.toolkit.fluxcd.io/v1) is "
+        "added twice (kustomize: may not add resource with an already registered id)"),
     "a key repeated in a resource": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
          "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  - {a: 1, a: 2}\n"},
         'clusters/o/x.yaml:6: mapping key "a" already defined at line 6'),
     "missing resource": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, gone.yaml]")},
-        "resources lists 'gone.yaml', which does not exist"),
+        "clusters/o/kustomization.yaml:1: resources lists 'gone.yaml', which does not exist"),
     "missing patch file": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n  - path: gone.yaml\n")},
         "does not exist (kustomize fails to build without it)"),
@@ -422,15 +488,39 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
     "directory without kustomization": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, ../empty]"),
          "clusters/empty/x.yaml": wave(5)},
-        "has no kustomization.yaml; kustomize cannot build it"),
+        "clusters/empty: has no kustomization.yaml; kustomize cannot build it"),
     "cycle": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../p]"),
          "clusters/p/kustomization.yaml": "resources: [../o]\n"},
-        "kustomizations include each other in a cycle: clusters/o -> clusters/p -> clusters/o"),
+        "clusters/o: kustomizations include each other in a cycle: clusters/o -> clusters/p -> clusters/o"),
+    "a labels entry that is not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay("labels:\n  - pairs: {a: b}\n  - team\n")},
+        "clusters/o/kustomization.yaml:4: labels[1] must be a mapping"),
+    "labels pairs that are not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay("labels:\n  - pairs: [team]\n")},
+        "clusters/o/kustomization.yaml:3: labels[0].pairs must be a mapping of labels"),
+    "a labels entry with a field kustomize does not know": (
+        {"clusters/o/kustomization.yaml": overlay("labels:\n  - pair: {a: b}\n")},
+        "clusters/o/kustomization.yaml:3: labels[0] has unknown field 'pair' (kustomize rejects it)"),
+    "namespace renames two Namespaces to one": (
+        {"clusters/o/kustomization.yaml": overlay("namespace: apps\n", resources="[../base, ns.yaml]"),
+         "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n"
+                               "apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n"},
+        "clusters/o/kustomization.yaml:2: 'namespace: apps' gives two objects the id Namespace apps (v1) "
+        "(kustomize: namespace transformation produces ID conflict)\n"
+        "  hint: keep one Namespace object per kustomization that sets a namespace"),
+    "a resource document that is not a mapping": (
+        {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
+         "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n---\n- a\n"},
+        "clusters/o/x.yaml:5: a resource document must be a mapping (an object)"),
     "resource without a name": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
          "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\n"},
-        "a resource needs kind and metadata.name"),
+        "clusters/o/x.yaml:1: a resource needs kind and metadata.name"),
+    "resource without a kind": (
+        {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
+         "clusters/o/x.yaml": "apiVersion: v1\nmetadata:\n  name: x\n"},
+        "clusters/o/x.yaml:1: a resource needs kind and metadata.name"),
 }
 
 
@@ -489,6 +579,13 @@ def test_patch_uses_record_where_and_what(tmp_path: Path) -> None:
 BY_HAND = "check this overlay by hand: kubectl kustomize <overlay>"
 
 
+def test_a_component_outside_the_repository_is_refused_at_its_line(tmp_path: Path) -> None:
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("components:\n  - ../../../outside\n")})
+    with pytest.raises(Unsupported, match="'../../../outside' points outside the repository") as caught:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert (caught.value.path, caught.value.line) == ("clusters/o/kustomization.yaml", 3)
+
+
 @pytest.mark.parametrize(("resources", "message", "hint"), [
     ("[../base, 'https://github.com/org/repo//deploy?ref=v1']", "is a remote reference; wave-bot never fetches",
      BY_HAND),
@@ -496,6 +593,8 @@ BY_HAND = "check this overlay by hand: kubectl kustomize <overlay>"
     ("[../base, /etc/kustomize]", "is an absolute path; wave-bot reads only files inside the repository",
      "use a path relative to the kustomization"),
     ("[../base, ../../../outside]", "points outside the repository; wave-bot does not follow it",
+     "keep every kustomize reference inside the repository"),
+    ("[../base, ../../..]", "'../../..' points outside the repository; wave-bot does not follow it",
      "keep every kustomize reference inside the repository"),
 ])
 def test_references_outside_the_repository_are_not_followed(
@@ -514,6 +613,18 @@ def test_fields_that_could_rewrite_anything_are_unsupported(field: str, tmp_path
     key = field.split(":")[0]
     with pytest.raises(Unsupported, match=f"uses '{key}', which wave-bot does not evaluate"):
         build(FsTree(str(tmp_path)), "clusters/o")
+
+
+def test_labels_with_fields_are_unsupported(tmp_path: Path) -> None:
+    # fieldSpecs can write the labels into any field, spec.decryption included
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay(
+        "labels:\n  - pairs: {provider: sops}\n"
+        "    fields: [{path: spec/decryption, kind: Kustomization, create: true}]\n")})
+    with pytest.raises(Unsupported) as caught:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert (caught.value.path, caught.value.line) == ("clusters/o/kustomization.yaml", 3)
+    assert caught.value.message == "labels[0].fields puts labels at paths wave-bot does not follow"
+    assert caught.value.hint == "check this overlay by hand: kubectl kustomize <overlay>"
 
 
 def test_symbolic_links_are_not_followed(tmp_path: Path) -> None:
@@ -620,6 +731,14 @@ def test_which_json6902_patches_touch_decryption(ops: list[dict[str, Any]], touc
         "patches:\n" + inline(json.dumps(ops), "{kind: Kustomization, name: apps-wave-0}"))})
     (use,) = build(FsTree(str(tmp_path)), "clusters/o").patches
     assert use.form == "json6902" and use.touches_decryption is touches
+
+
+def test_a_patch_file_outside_the_repository_is_refused_at_its_line(tmp_path: Path) -> None:
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("patches:\n  - path: ../../../p.yaml\n")})
+    with pytest.raises(Unsupported) as caught:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert (caught.value.path, caught.value.line) == ("clusters/o/kustomization.yaml", 3)
+    assert caught.value.message.startswith("'../../../p.yaml' points outside the repository")
 
 
 def test_a_legacy_patch_outside_the_repository_is_refused_at_its_line(tmp_path: Path) -> None:
