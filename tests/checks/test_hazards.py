@@ -893,7 +893,8 @@ def test_an_object_a_wave_and_platform_both_apply_is_an_error(example_repo: Path
     found = [f for f in hazards(example_repo) if f.resource == "PersistentVolumeClaim pihole/pihole-data"]
     assert [(f.code, f.severity) for f in found] == [("duplicate-resource", "error")]
     assert "applied by 2 Flux Kustomizations: apps-wave-0 (apps/wave-0/pihole.yaml:9), platform" in found[0].message
-    assert "kustomize-controller#1724" in found[0].message and found[0].message.endswith(". Keep exactly one definition")
+    assert "kustomize-controller#1724" in found[0].message
+    assert found[0].message.endswith(". Keep exactly one definition")
     # The finding points at one definition, on its own line: the copy platform applies (line 10 there).
     assert (found[0].path, found[0].line, found[0].wave) == ("platform/pihole.yaml", 10, None)
     without_base = make_plan(FsTree(str(example_repo)), config_of(example_repo)).findings

@@ -265,7 +265,8 @@ def test_a_crd_from_a_tier_it_does_not_depend_on_races(capsys: pytest.CaptureFix
     assert found(report, "crd-") == []
 
 
-def test_a_race_fix_followed_as_written_orders_the_tiers(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+def test_a_race_fix_followed_as_written_orders_the_tiers(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
     # The CRD's tier lives in another namespace and is not Ready-gated; the tier that races already
     # names its dependency's namespace.
     extras = tier("extras", "extras", wait=False).replace("namespace: flux-system", "namespace: infra")
@@ -423,7 +424,7 @@ def test_the_disabled_annotation_and_label(capsys: pytest.CaptureFixture[str], e
     deployment = "kind: Deployment\nmetadata:\n  name: pihole\n  namespace: pihole\n  labels:\n"
     assert deployment in text  # the label goes beside the ones it has: a second labels: key would be invalid
     disabled = "    kustomize.toolkit.fluxcd.io/substitute: disabled\n"
-    annotated = text.replace(deployment, deployment.replace("  labels:\n", "  annotations:\n" + disabled + "  labels:\n"))
+    annotated = text.replace(deployment, deployment.replace("  labels:\n", f"  annotations:\n{disabled}  labels:\n"))
     labelled = text.replace(deployment, deployment + disabled)
     for key, variant in (("annotations", annotated), ("labels", labelled)):
         pihole.write_text(variant)
@@ -485,7 +486,8 @@ def test_sources_secrets_inline_and_optional(capsys: pytest.CaptureFixture[str],
     [finding] = found(report, "substitution-")
     assert (finding["code"], finding["severity"]) == ("substitution-source-missing", "warning")
     assert re.search(r"ConfigMap flux-system/absent.*OTHER", finding["message"])
-    assert (finding["path"], finding["resource"], finding["wave"]) == ("clusters/base/apps-wave-0.yaml", "apps-wave-0", 0)
+    assert (finding["path"], finding["resource"], finding["wave"]) == (
+        "clusters/base/apps-wave-0.yaml", "apps-wave-0", 0)
     main(["check", str(example_repo), "--format", "markdown"])
     assert "apps-wave-0" in tier_graph(capsys.readouterr().out)[2]  # the tier is marked in the comment's graph
 

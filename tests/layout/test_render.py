@@ -17,6 +17,7 @@ from bot.yamlio import documents as yamlio
 from conftest import EXAMPLE, write_files
 from support import fluxcrd
 
+
 def _validate(data: bytes) -> dict[str, Any]:
     doc = yamlio.load_one(data, "cr.yaml")
     assert doc is not None
