@@ -134,6 +134,15 @@ def test_step_1_only_releases_the_legacy_kustomization(
     assert ("kubectl -n nextcloud-db annotate cluster.postgresql.cnpg.io/nextcloud-db "
             "kustomize.toolkit.fluxcd.io/prune=disabled") in step["fix"].splitlines()
     assert "kubectl -n pihole annotate persistentvolumeclaim/pihole-data" in step["fix"]
+    # The object and file the user acts on, how it is deployed, and what it would delete: the
+    # example's 51 objects, of which its 13 Namespaces, 9 PVCs and 2 CNPG clusters hold data.
+    assert (step["path"], step["resource"]) == (
+        "clusters/base/apps.yaml", "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps")
+    assert "flux-system/apps (clusters/base/apps.yaml:" in step["message"]
+    assert "is deployed with prune: true (according to the base revision)" in step["message"]
+    assert ("(51 object(s) here; the stateful ones: 13 Namespace, 9 PersistentVolumeClaim, "
+            "2 postgresql.cnpg.io/Cluster)") in step["message"]
+    assert step["message"].endswith("Optionally protect the stateful objects meanwhile with the commands in the fix")
     assert not [f for f in out["findings"] if f["severity"] == "error"]
     overlays_build(flat_repo, kubectl)
     # The PR already made step 1: nothing more to do, the report still says which step this is.
@@ -220,10 +229,20 @@ def test_step_2_splits_everything_once_step_1_is_deployed(
     legacy = documents(build_ok(kubectl, flat_repo / "apps"))
     run(flat_repo, capsys, "apply", "--base", "HEAD")
     git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    base_before = (flat_repo / "clusters/base/kustomization.yaml").read_text()
     code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
     assert code == 0
     (step,) = by_code(out, "cutover-step-2")
     assert "cutover step 2 of 2" in step["message"] and "flux get kustomizations" in step["fix"]
+    # The verification commands run as written: a namespaced object with -n, a core kind without a
+    # group, a cluster-scoped one without -n, and the label that shows a wave adopted the object.
+    verify = step["fix"].splitlines()
+    assert {"kubectl get cluster.postgresql.cnpg.io -n nextcloud-db nextcloud-db",
+            "kubectl get persistentvolumeclaim -n pihole pihole-data", "kubectl get namespace pihole"} <= set(verify)
+    assert re.fullmatch(r"kubectl( -n \S+)? get [a-z.]+/\S+ -o jsonpath='\{\.metadata\.labels\.kustomize\\\.toolkit"
+                        r"\\\.fluxcd\\\.io/name\}'", verify[-1]), verify[-1]
+    # The patch file only `apps` used goes with it (it would patch nothing).
+    assert not (flat_repo / "clusters/prod/patches/apps-sops.yaml").exists()
     assert not [f for f in out["findings"] if f["severity"] == "error"], out["findings"]
     for gone in ("clusters/base/apps.yaml", "apps/kustomization.yaml"):
         assert not (flat_repo / gone).exists()
@@ -245,6 +264,10 @@ def test_step_2_splits_everything_once_step_1_is_deployed(
     assert [line for line in base.splitlines() if "-> ./apps/" in line] == [
         f"  - apps-wave-{n}.yaml # Flux Kustomization -> ./apps/wave-{n} (dependsOn {dep})"
         for n, dep in enumerate(["platform-config", "apps-wave-0", "apps-wave-1"])]
+    # ... in the legacy line's place (cluster-vars.yaml still follows), nothing else changed.
+    assert base == base_before.replace(APPS_ENTRY, "".join(
+        f"  - apps-wave-{n}.yaml # Flux Kustomization -> ./apps/wave-{n} (dependsOn {dep})\n"
+        for n, dep in enumerate(["platform-config", "apps-wave-0", "apps-wave-1"])))
     git(flat_repo, "add", "-A")
     git(flat_repo, "commit", "-q", "-m", "step 2: the split")
     code, after = run(flat_repo, capsys, "check", "--base", "HEAD~1")
