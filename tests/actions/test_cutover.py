@@ -204,6 +204,22 @@ def test_step_1_orphans_a_legacy_kustomization_whose_deletion_policy_always_prun
     assert ".spec.prune" not in step["message"]
 
 
+def test_a_release_line_wave_bot_cannot_edit_alone_is_an_input_error_naming_it(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A quoted key is valid YAML, but editing it in place would need more than that line's value.
+    apps = flat_repo / "clusters/base/apps.yaml"
+    apps.write_text(apps.read_text().replace("  prune: true\n", '  "prune": true\n'))
+    git(flat_repo, "commit", "-q", "-am", "apps: a quoted key")
+    line = apps.read_text().splitlines().index('  "prune": true') + 1
+    capsys.readouterr()
+    assert main(["apply", str(flat_repo), "--base", "HEAD"]) == 2
+    err = capsys.readouterr().err
+    assert (f"clusters/base/apps.yaml:{line}: cannot set spec.prune: false on apps by editing one line\n"
+            "  hint: set spec.prune: false by hand") in err, err
+    assert git(flat_repo, "status", "--porcelain") == ""
+
+
 @pytest.mark.parametrize("policy", ["Orphan", "MirrorPrune"])
 def test_a_legacy_kustomization_released_by_its_deletion_policy_goes_straight_to_step_2(
     flat_repo: Path, capsys: pytest.CaptureFixture[str], policy: str
