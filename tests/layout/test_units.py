@@ -528,6 +528,15 @@ def test_a_grouping_kustomization_listing_what_the_waves_will_goes_with_the_spli
     assert [f["path"] for f in out["findings"] if f["code"] == "unplaced-file"] == ["apps/media/namespace.yaml"]
 
 
+def test_a_grouping_kustomization_kustomize_refuses_goes_with_the_split(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # Not a mapping: the legacy build failed on it too, so nothing Flux applied depends on it.
+    repo = grouped_repo(make_repo, {"apps/media/kustomization.yaml": "- ./sonarr\n- ./radarr\n"})
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert "apps/media/kustomization.yaml" in [c["path"] for c in out["changes"] if c["action"] == "delete"]
+
+
 def test_step_1_of_a_tier_that_fits_in_one_wave_says_so(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
     repo = grouped_repo(make_repo, {
