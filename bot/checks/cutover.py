@@ -92,11 +92,21 @@ def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
     key, value = _release_setting(legacy)
     lines = data.decode().splitlines(keepends=True)
     at = doc.info.line(("spec", key)) - 1
+    released = False if key == "prune" else value
+    if key in spec and spec[key] == released:
+        # The file releases it already, so an overlay's patch makes it delete: editing this line
+        # would change nothing, and step 1 would come back after every merge.
+        raise WaveBotError(f"spec.{key} is already {value} here, yet {legacy.name} deletes what it owns on removal: "
+                           f"an overlay's patch sets {'prune: true' if key == 'prune' else 'its deletionPolicy'} "
+                           "on it, which step 1 cannot release by editing this file",
+                           path=legacy.path, line=at + 1,
+                           hint=f"set spec.{key}: {value} in that patch (or drop spec.{key} from it), then run "
+                                "wave-bot again")
     edited = re.sub(rf"^(\s*{key}:\s*)([^\s#]+|\"[^\"]*\"|'[^']*')", rf"\g<1>{value}", lines[at], count=1)
     out = "".join([*lines[:at], edited, *lines[at + 1:]]).encode()
     check = next(d for d in yamlio.load(out, legacy.path) if isinstance(d.value, dict)
                  and (d.value.get("metadata") or {}).get("name") == legacy.name)
-    want = {**spec, key: False if key == "prune" else value}
+    want = {**spec, key: released}
     if key not in spec or check.value.get("spec") != want:
         raise WaveBotError(f"cannot set spec.{key}: {value} on {legacy.name} by editing one line",
                            path=legacy.path, line=at + 1, hint=f"set spec.{key}: {value} by hand")
