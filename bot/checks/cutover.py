@@ -92,11 +92,21 @@ def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
     key, value = _release_setting(legacy)
     lines = data.decode().splitlines(keepends=True)
     at = doc.info.line(("spec", key)) - 1
+    released = False if key == "prune" else value
+    if key in spec and spec[key] == released:
+        # The file releases it already, so an overlay's patch makes it delete: editing this line
+        # would change nothing, and step 1 would come back after every merge.
+        raise WaveBotError(f"spec.{key} is already {value} here, yet {legacy.name} deletes what it owns on removal: "
+                           f"an overlay's patch sets {'prune: true' if key == 'prune' else 'its deletionPolicy'} "
+                           "on it, which step 1 cannot release by editing this file",
+                           path=legacy.path, line=at + 1,
+                           hint=f"set spec.{key}: {value} in that patch (or drop spec.{key} from it), then run "
+                                "wave-bot again")
     edited = re.sub(rf"^(\s*{key}:\s*)([^\s#]+|\"[^\"]*\"|'[^']*')", rf"\g<1>{value}", lines[at], count=1)
     out = "".join([*lines[:at], edited, *lines[at + 1:]]).encode()
     check = next(d for d in yamlio.load(out, legacy.path) if isinstance(d.value, dict)
                  and (d.value.get("metadata") or {}).get("name") == legacy.name)
-    want = {**spec, key: False if key == "prune" else value}
+    want = {**spec, key: released}
     if key not in spec or check.value.get("spec") != want:
         raise WaveBotError(f"cannot set spec.{key}: {value} on {legacy.name} by editing one line",
                            path=legacy.path, line=at + 1, hint=f"set spec.{key}: {value} by hand")
@@ -198,16 +208,25 @@ def _check_group_listing(tree: Tree, path: str, units: Mapping[str, AppFile]) ->
                 hint=f"move what it applies into a unit of {folder}/ (or another Flux tier), then run wave-bot again")
     for name, entries in sorted(listed.items()):
         unit = units[name].path
-        wave_lists = [""] if unitfs.own_kustomization(tree, unit) is not None else unitfs.generated_listing(tree, unit)
+        unit_own = unitfs.own_kustomization(tree, unit)
+        wave_lists = [""] if unit_own is not None else unitfs.generated_listing(tree, unit)
         if sorted(entries) != sorted(wave_lists):
             shown = ", ".join(e or "the directory" for e in sorted(entries))
+            # A unit with its own kustomization already has the file to fix: telling the user to
+            # give it one (listing "the directory") would be an instruction nobody can follow.
+            if unit_own is None:
+                lists, fix = "what Flux applies of a directory without a kustomization", (
+                    f"give {unit}/ its own kustomization.yaml listing {shown} (what this file applies of it) "
+                    f"and list ./{name} here instead")
+            else:
+                now = ["what it lists now"] if "" in entries else []
+                lists, fix = f"what its own {posixpath.basename(unit_own)} lists", (
+                    f"make {unit_own} list exactly what this file applies of {name}/ "
+                    f"({', '.join([*now, *sorted(e for e in entries if e)])}) and list only ./{name} here")
             raise WaveBotError(
                 f"lists {shown} of {name}/, and its wave will list {', '.join(e or name for e in wave_lists)} "
-                f"(what Flux applies of a directory without a kustomization); {replaced} the split would apply "
-                "something else than the legacy Kustomization did",
-                path=path, line=doc.info.line(("resources",)),
-                hint=f"give {unit}/ its own kustomization.yaml listing {shown} (what this file applies of it), "
-                     "then run wave-bot again")
+                f"({lists}); {replaced} the split would apply something else than the legacy Kustomization did",
+                path=path, line=doc.info.line(("resources",)), hint=f"{fix}, then run wave-bot again")
 
 
 def stateful_objects(inventory: Inventory, legacy: FluxKustomization, config: Config) -> list[OwnedResource]:

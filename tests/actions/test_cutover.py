@@ -134,6 +134,15 @@ def test_step_1_only_releases_the_legacy_kustomization(
     assert ("kubectl -n nextcloud-db annotate cluster.postgresql.cnpg.io/nextcloud-db "
             "kustomize.toolkit.fluxcd.io/prune=disabled") in step["fix"].splitlines()
     assert "kubectl -n pihole annotate persistentvolumeclaim/pihole-data" in step["fix"]
+    # The object and file the user acts on, how it is deployed, and what it would delete: the
+    # example's 51 objects, of which its 13 Namespaces, 9 PVCs and 2 CNPG clusters hold data.
+    assert (step["path"], step["resource"]) == (
+        "clusters/base/apps.yaml", "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps")
+    assert "flux-system/apps (clusters/base/apps.yaml:" in step["message"]
+    assert "is deployed with prune: true (according to the base revision)" in step["message"]
+    assert ("(51 object(s) here; the stateful ones: 13 Namespace, 9 PersistentVolumeClaim, "
+            "2 postgresql.cnpg.io/Cluster)") in step["message"]
+    assert step["message"].endswith("Optionally protect the stateful objects meanwhile with the commands in the fix")
     assert not [f for f in out["findings"] if f["severity"] == "error"]
     overlays_build(flat_repo, kubectl)
     # The PR already made step 1: nothing more to do, the report still says which step this is.
@@ -195,6 +204,42 @@ def test_step_1_orphans_a_legacy_kustomization_whose_deletion_policy_always_prun
     assert ".spec.prune" not in step["message"]
 
 
+def test_a_release_line_wave_bot_cannot_edit_alone_is_an_input_error_naming_it(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A quoted key is valid YAML, but editing it in place would need more than that line's value.
+    apps = flat_repo / "clusters/base/apps.yaml"
+    apps.write_text(apps.read_text().replace("  prune: true\n", '  "prune": true\n'))
+    git(flat_repo, "commit", "-q", "-am", "apps: a quoted key")
+    line = apps.read_text().splitlines().index('  "prune": true') + 1
+    capsys.readouterr()
+    assert main(["apply", str(flat_repo), "--base", "HEAD"]) == 2
+    err = capsys.readouterr().err
+    assert (f"clusters/base/apps.yaml:{line}: cannot set spec.prune: false on apps by editing one line\n"
+            "  hint: set spec.prune: false by hand") in err, err
+    assert git(flat_repo, "status", "--porcelain") == ""
+
+
+def test_a_legacy_kustomization_an_overlay_patch_makes_prune_is_an_input_error_not_an_empty_step_1(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # apps.yaml says prune: false, prod's patch file says prune: true: prod deletes everything on
+    # removal, and no edit of apps.yaml changes that.
+    apps = flat_repo / "clusters/base/apps.yaml"
+    apps.write_text(apps.read_text().replace("  prune: true\n", "  prune: false\n"))
+    patch = flat_repo / "clusters/prod/patches/apps-sops.yaml"
+    patch.write_text(patch.read_text().replace("spec:\n", "spec:\n  prune: true\n", 1))
+    git(flat_repo, "commit", "-q", "-am", "prod prunes apps")
+    line = apps.read_text().splitlines().index("  prune: false") + 1
+    capsys.readouterr()
+    assert main(["apply", str(flat_repo), "--base", "HEAD"]) == 2
+    err = capsys.readouterr().err
+    assert (f"clusters/base/apps.yaml:{line}: spec.prune is already false here, yet apps deletes what it owns on "
+            "removal: an overlay's patch sets prune: true on it, which step 1 cannot release by editing this file\n"
+            "  hint: set spec.prune: false in that patch (or drop spec.prune from it), then run wave-bot again") in err
+    assert git(flat_repo, "status", "--porcelain") == ""
+
+
 @pytest.mark.parametrize("policy", ["Orphan", "MirrorPrune"])
 def test_a_legacy_kustomization_released_by_its_deletion_policy_goes_straight_to_step_2(
     flat_repo: Path, capsys: pytest.CaptureFixture[str], policy: str
@@ -220,10 +265,20 @@ def test_step_2_splits_everything_once_step_1_is_deployed(
     legacy = documents(build_ok(kubectl, flat_repo / "apps"))
     run(flat_repo, capsys, "apply", "--base", "HEAD")
     git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    base_before = (flat_repo / "clusters/base/kustomization.yaml").read_text()
     code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
     assert code == 0
     (step,) = by_code(out, "cutover-step-2")
     assert "cutover step 2 of 2" in step["message"] and "flux get kustomizations" in step["fix"]
+    # The verification commands run as written: a namespaced object with -n, a core kind without a
+    # group, a cluster-scoped one without -n, and the label that shows a wave adopted the object.
+    verify = step["fix"].splitlines()
+    assert {"kubectl get cluster.postgresql.cnpg.io -n nextcloud-db nextcloud-db",
+            "kubectl get persistentvolumeclaim -n pihole pihole-data", "kubectl get namespace pihole"} <= set(verify)
+    assert re.fullmatch(r"kubectl( -n \S+)? get [a-z.]+/\S+ -o jsonpath='\{\.metadata\.labels\.kustomize\\\.toolkit"
+                        r"\\\.fluxcd\\\.io/name\}'", verify[-1]), verify[-1]
+    # The patch file only `apps` used goes with it (it would patch nothing).
+    assert not (flat_repo / "clusters/prod/patches/apps-sops.yaml").exists()
     assert not [f for f in out["findings"] if f["severity"] == "error"], out["findings"]
     for gone in ("clusters/base/apps.yaml", "apps/kustomization.yaml"):
         assert not (flat_repo / gone).exists()
@@ -245,6 +300,10 @@ def test_step_2_splits_everything_once_step_1_is_deployed(
     assert [line for line in base.splitlines() if "-> ./apps/" in line] == [
         f"  - apps-wave-{n}.yaml # Flux Kustomization -> ./apps/wave-{n} (dependsOn {dep})"
         for n, dep in enumerate(["platform-config", "apps-wave-0", "apps-wave-1"])]
+    # ... in the legacy line's place (cluster-vars.yaml still follows), nothing else changed.
+    assert base == base_before.replace(APPS_ENTRY, "".join(
+        f"  - apps-wave-{n}.yaml # Flux Kustomization -> ./apps/wave-{n} (dependsOn {dep})\n"
+        for n, dep in enumerate(["platform-config", "apps-wave-0", "apps-wave-1"])))
     git(flat_repo, "add", "-A")
     git(flat_repo, "commit", "-q", "-m", "step 2: the split")
     code, after = run(flat_repo, capsys, "check", "--base", "HEAD~1")

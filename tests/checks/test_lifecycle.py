@@ -75,6 +75,28 @@ def test_an_emptied_wave_goes_with_its_base_entry_and_overlay_patches(
     assert "kustomization-removed" not in codes(out)
 
 
+def test_the_patch_files_a_removed_wave_leaves_unused_are_named_for_the_user_to_delete(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    # prod patches wave 2 from two files: their lines go with the wave, the files (not wave-bot's) stay.
+    timeout = example_repo / "clusters/prod/patches/apps-wave-2-timeout.yaml"
+    timeout.write_text("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n"
+                       "  name: apps-wave-2\n  namespace: flux-system\nspec:\n  timeout: 10m\n")
+    prod = example_repo / "clusters/prod/kustomization.yaml"
+    prod.write_text(prod.read_text() + "  - path: patches/apps-wave-2-timeout.yaml\n")
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "prod: a second patch file for wave 2")
+    empty_wave_2(example_repo, capsys)
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (removed,) = codes(out)["wave-removed"]
+    assert removed["message"].endswith(
+        "clusters/prod/patches/apps-wave-2-sops.yaml, clusters/prod/patches/apps-wave-2-timeout.yaml are no longer "
+        "used; wave-bot did not write them, so delete them yourself")
+    assert "apps-wave-2" not in prod.read_text() and timeout.exists()
+    builds(example_repo, kubectl)
+
+
 def test_without_fix_overlays_the_wave_stays_until_its_lines_are_deleted(
     example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
 ) -> None:
@@ -85,6 +107,12 @@ def test_without_fix_overlays_the_wave_stays_until_its_lines_are_deleted(
     (removable,) = codes(out)["wave-removable"]
     assert "clusters/base/kustomization.yaml:16 `- apps-wave-2.yaml # Flux Kustomization" in removable["message"]
     assert "clusters/prod/kustomization.yaml:" in removable["fix"]
+    # It points at the first line to delete (the base entry), names the Flux Kustomization kept, and
+    # says the two ways out: delete the lines, or let --fix-overlays delete them.
+    assert (removable["path"], removable["line"]) == ("clusters/base/kustomization.yaml", 16)
+    assert removable["resource"] == "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps-wave-2"
+    assert ("Delete those items (or run `wave-bot apply --fix-overlays`); the next apply then deletes apps/wave-2/ "
+            "and clusters/base/apps-wave-2.yaml") in removable["message"]
     assert "wave-removed" not in codes(out) and "kustomization-removed" not in codes(out)
     builds(example_repo, kubectl)
 
@@ -149,7 +177,8 @@ def test_a_flux_kustomizations_own_patch_for_the_wave_keeps_it_and_is_quoted(
     line = CLUSTER_APPS.splitlines().index("    - patch: |") + 1
     assert (f"clusters/dev/cluster-apps.yaml:{line} `- patch: |` (spec.patches[0] of the Flux Kustomization "
             "cluster-apps)") in removable["message"]
-    assert "wave-bot does not edit a Flux Kustomization's own spec.patches" in removable["message"]
+    assert ("Delete those items (wave-bot does not edit a Flux Kustomization's own spec.patches, so `--fix-overlays` "
+            "leaves the wave in place); the next apply then deletes apps/wave-2/") in removable["message"]
     assert "clusters/base/kustomization.yaml:16" in removable["message"]  # the other lines are still quoted
     # Why it must stay: without apps-wave-2 in the base, kustomize refuses cluster-apps' patch.
     assert flux_build(example_repo, kubectl).returncode == 0

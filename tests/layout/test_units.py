@@ -450,11 +450,27 @@ def test_the_cutover_replaces_the_grouping_folders_kustomizations(
     # its wave would apply all of it (the child's app/ too, so every object twice)
     ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr/ks.yaml\n  - ./radarr\n",
       "without": "apps/media/sonarr/kustomization.yaml"},
-     ["apps/media/kustomization.yaml:3: lists ks.yaml of sonarr/, and its wave will list app, ks.yaml",
-      "hint: give apps/media/sonarr/ its own kustomization.yaml listing ks.yaml"]),
+     ["apps/media/kustomization.yaml:3: lists ks.yaml of sonarr/, and its wave will list app, ks.yaml (what Flux "
+      "applies of a directory without a kustomization); the cutover replaces this file: each wave's kustomization "
+      "lists the unit directories themselves, so the split would apply something else than the legacy Kustomization "
+      "did\n  hint: give apps/media/sonarr/ its own kustomization.yaml listing ks.yaml (what this file applies of "
+      "it) and list ./sonarr here instead, then run wave-bot again"]),
     ({"apps/db/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./postgres\n  - ../../infrastructure\n"},
-     ["apps/db/kustomization.yaml:5: lists ../../infrastructure, which is in no unit of apps/db/"]),
-], ids=["namespace", "part-of-a-unit", "outside"])
+     ["apps/db/kustomization.yaml:5: lists ../../infrastructure, which is in no unit of apps/db/; the cutover replaces "
+      "this file: each wave's kustomization lists the unit directories themselves, so nothing would apply it\n"
+      "  hint: move what it applies into a unit of apps/db/ (or another Flux tier), then run wave-bot again"]),
+    # radarr has its own kustomization (listing ks.yaml): its wave lists the directory, and only that
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n"
+                                       "  - ./radarr/app/pvc.yaml\n"},
+     ["apps/media/kustomization.yaml:3: lists the directory, app/pvc.yaml of radarr/, and its wave will list radarr "
+      "(what its own kustomization.yaml lists); the cutover replaces this file",
+      "  hint: make apps/media/radarr/kustomization.yaml list exactly what this file applies of radarr/ (what it "
+      "lists now, app/pvc.yaml) and list only ./radarr here, then run wave-bot again"]),
+    # a folder's file listed from one level further down is no file of the folder itself
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n  - ./x/namespace.yaml\n",
+      "apps/media/x/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: media\n"},
+     ["apps/media/kustomization.yaml:6: lists ./x/namespace.yaml, which is in no unit of apps/media/"]),
+], ids=["namespace", "part-of-a-unit", "outside", "part-of-a-unit-with-its-own", "below-the-folder"])
 def test_a_grouping_kustomization_the_split_would_change_is_an_input_error(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], files: dict[str, str],
         expected: list[str]) -> None:
@@ -468,6 +484,68 @@ def test_a_grouping_kustomization_the_split_would_change_is_an_input_error(
     for text in expected:
         assert text in err, err
     assert snapshot(repo) == before
+
+
+@pytest.mark.parametrize(("files", "without", "fixed"), [
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr/ks.yaml\n  - ./radarr\n"},
+     "apps/media/sonarr/kustomization.yaml",
+     {"apps/media/sonarr/kustomization.yaml": KUSTOMIZE + "resources:\n  - ks.yaml\n",
+      "apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n"}),
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n"
+                                       "  - ./radarr/app/pvc.yaml\n"},
+     "",
+     {"apps/media/radarr/kustomization.yaml": KUSTOMIZE + "resources:\n  - ks.yaml\n  - app/pvc.yaml\n",
+      "apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n"}),
+], ids=["part-of-a-unit", "part-of-a-unit-with-its-own"])
+def test_the_hint_for_a_grouping_kustomization_the_split_would_change_lets_it_through(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, files: dict[str, str],
+        without: str, fixed: dict[str, str]) -> None:
+    # Done as the hint says (the files written here), the same objects apply and the split goes ahead.
+    repo = grouped_repo(make_repo, files, (without,))
+    before = built_documents(kubectl, repo / "apps/media")
+    assert main(["apply", str(repo), "--base", "HEAD", "--fix-overlays"]) == 2
+    write_files(repo, fixed)
+    assert built_documents(kubectl, repo / "apps/media") == before
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "as the hint says")
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert "apps/media/kustomization.yaml" in [c["path"] for c in out["changes"] if c["action"] == "delete"]
+
+
+def test_a_grouping_kustomization_listing_what_the_waves_will_goes_with_the_split(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # radarr has no kustomization of its own: listed file by file as its wave will list it, nothing
+    # changes. A file of the folder itself is no input error: unplaced-file says where it must go.
+    repo = grouped_repo(make_repo, {
+        "apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - namespace.yaml\n  - ./sonarr\n"
+                                         "  - radarr/ks.yaml\n  - ./radarr/app\n",
+        "apps/media/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: media\n",
+    }, ("apps/media/radarr/kustomization.yaml",))
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert "apps/media/kustomization.yaml" in [c["path"] for c in out["changes"] if c["action"] == "delete"]
+    assert [f["path"] for f in out["findings"] if f["code"] == "unplaced-file"] == ["apps/media/namespace.yaml"]
+
+
+def test_a_grouping_kustomization_kustomize_refuses_goes_with_the_split(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # Not a mapping: the legacy build failed on it too, so nothing Flux applied depends on it.
+    repo = grouped_repo(make_repo, {"apps/media/kustomization.yaml": "- ./sonarr\n- ./radarr\n"})
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert "apps/media/kustomization.yaml" in [c["path"] for c in out["changes"] if c["action"] == "delete"]
+
+
+def test_step_1_of_a_tier_that_fits_in_one_wave_says_so(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    repo = grouped_repo(make_repo, {
+        "clusters/base/apps.yaml": LEGACY,  # deployed with prune: true: step 1
+        ".wave-bot.yaml": "root_depends_on: [infrastructure]\n"
+                          "dependencies:\n  postgres: []\n  sonarr: []\n  radarr: []\n"})
+    code, out = run(repo, capsys, "apply", "--base", "HEAD")
+    (step,) = [f for f in out["findings"] if f["code"] == "cutover-step-1"]
+    assert code == 0 and "step 2 splits the app tier into wave 0. Optionally" in step["message"]
 
 
 def test_step_1_says_what_will_stop_step_2(make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
