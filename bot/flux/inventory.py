@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -37,6 +38,7 @@ from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
 from bot.kustomize import build as kustomize
 from bot.kustomize import spec
 from bot.kustomize.breaks import builds_including
+from bot.kustomize.files import PatchUse
 from bot.kustomize.repository import applied_files, is_kustomization_file, read_kustomizations
 from bot.kustomize.spec import CLUSTER_SCOPED, KUSTOMIZATION
 from bot.layout import units
@@ -497,7 +499,61 @@ def _flux_kustomizations(reader: _Reader) -> tuple[FluxKustomization, ...]:
                 prune=found.prune or patch.prune,
                 deletion_policy=patch.deletion_policy or found.deletion_policy,
             )
+    # Inline patches (`patches: - patch: |`) are as common as patch files in overlays, and one setting
+    # prune: true on a Kustomization written with prune: false makes that cluster delete what it drops.
+    for entry in kustomizations.patches:
+        if entry.use.path is not None:
+            continue  # a patch file: read above
+        for rid, prunes, policy in _inline_effects(entry.use, definitions):
+            found = definitions[rid]
+            definitions[rid] = dataclasses.replace(found, prune=found.prune or prunes,
+                                                   deletion_policy=policy or found.deletion_policy)
     return tuple(sorted(definitions.values()))
+
+
+def _inline_effects(use: PatchUse, definitions: dict[ResourceId, FluxKustomization]
+                    ) -> Iterator[tuple[ResourceId, bool, str]]:
+    """What an inline patch does to the Flux Kustomizations it can reach: (id, sets pruning, deletionPolicy).
+
+    Any value of spec.prune but false counts as pruning (Flux rejects a non-boolean, and wave-bot
+    assumes the worse); a target whose name is a pattern it cannot read reaches every one."""
+    def reached(doc_name: str | None) -> list[ResourceId]:
+        fields = use.target.fields if use.target is not None else {}
+        if fields.get("kind") not in (None, "Kustomization") or fields.get("group") not in (None, FLUX_GROUP):
+            return []
+        pattern = fields.get("name") or doc_name
+        if pattern is None:
+            return list(definitions)
+        try:
+            return [rid for rid in definitions if re.fullmatch(pattern, rid.name)]
+        except re.error:
+            return list(definitions)
+
+    if use.form == "json6902":
+        ops = use.documents[0] if use.documents and isinstance(use.documents[0], list) else []
+        prunes, policy = False, ""
+        for op in ops:
+            if not isinstance(op, dict) or op.get("op") not in ("add", "replace"):
+                continue
+            if op.get("path") == "/spec/prune":
+                prunes = prunes or op.get("value") is not False
+            elif op.get("path") == "/spec/deletionPolicy" and isinstance(op.get("value"), str):
+                policy = op["value"]
+        if prunes or policy:
+            yield from ((rid, prunes, policy) for rid in reached(None))
+        return
+    for doc in use.documents:
+        if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict):
+            continue
+        if doc.get("kind") not in (None, "Kustomization"):
+            continue
+        spec_ = doc["spec"]
+        prunes = "prune" in spec_ and spec_["prune"] is not False
+        policy = spec_["deletionPolicy"] if isinstance(spec_.get("deletionPolicy"), str) else ""
+        meta = doc.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else None
+        if prunes or policy:
+            yield from ((rid, prunes, policy) for rid in reached(re.escape(name) if name else None))
 
 
 def source_dir(k: FluxKustomization) -> str | None:

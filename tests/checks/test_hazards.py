@@ -463,6 +463,18 @@ def test_removing_a_kustomization_that_orphans_is_safe(example_repo: Path, spec:
     assert hazards(repo) == []
 
 
+def test_removing_a_kustomization_an_overlay_patches_inline_to_prune_is_an_error(example_repo: Path) -> None:
+    # apps.yaml says prune: false, but dev's own inline patch turns pruning on: removing apps deletes
+    # everything it owns in dev.
+    edit(example_repo, "clusters/dev/kustomization.yaml", "patches:\n", "patches:\n  - patch: |\n"
+         "      apiVersion: kustomize.toolkit.fluxcd.io/v1\n      kind: Kustomization\n      metadata:\n"
+         "        name: apps\n        namespace: flux-system\n      spec:\n        prune: true\n")
+    repo = retire_legacy_apps(example_repo, "  prune: false\n")
+    [finding] = hazards(repo)
+    assert (finding.code, finding.severity, finding.path) == (
+        "kustomization-removed", "error", "clusters/base/apps.yaml")
+
+
 @pytest.mark.parametrize("spec", ["  prune: [false]\n", "  prune:\n    value: false\n"])
 def test_removing_a_kustomization_whose_prune_is_a_collection_counts_as_pruning(example_repo: Path, spec: str) -> None:
     # kustomize builds it (the CRD then rejects it): nothing says the live object does not prune

@@ -158,6 +158,33 @@ def test_patches_only_make_a_kustomization_more_dangerous(tmp_path: Path) -> Non
     ]
 
 
+@pytest.mark.parametrize("patch", [
+    "  - patch: |\n      apiVersion: kustomize.toolkit.fluxcd.io/v1\n      kind: Kustomization\n"
+    "      metadata:\n        name: apps\n        namespace: flux-system\n      spec:\n        prune: true\n",
+    "  - target: {kind: Kustomization, name: apps}\n    patch: |\n      - op: replace\n        path: /spec/prune\n"
+    "        value: true\n",
+    "  - target: {kind: Kustomization, name: 'ap.*'}\n    patch: |\n      - op: add\n"
+    "        path: /spec/deletionPolicy\n        value: Delete\n",
+])
+def test_an_inline_patch_that_makes_a_kustomization_delete_counts(
+        tmp_path: Path, kubectl: Kubectl, patch: str) -> None:
+    flux = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {}\n" \
+           "  namespace: flux-system\nspec:\n{}"
+    write_files(tmp_path, {
+        "clusters/base/kustomization.yaml": listing("apps.yaml", "other.yaml"),
+        "clusters/base/apps.yaml": flux.format("apps", "  prune: false\n  path: ./apps\n"),
+        "clusters/base/other.yaml": flux.format("other", "  prune: false\n  path: ./other\n"),
+        "clusters/dev/kustomization.yaml": KUSTOMIZE + "resources: [../base]\npatches:\n" + patch,
+    })
+    # What dev's build gives kustomize-controller: apps deletes what leaves it (other is untouched).
+    built = {d.value["metadata"]["name"]: d.value["spec"]
+             for d in yamlio.load(kubectl(tmp_path / "clusters/dev").stdout.encode(), "dev")}
+    assert built["apps"].get("prune") is True or built["apps"].get("deletionPolicy") == "Delete"
+    assert built["other"] == {"prune": False, "path": "./other"}
+    found = {k.id.name: k for k in inventory(tmp_path).flux}
+    assert found["apps"].deletes_on_removal and not found["other"].deletes_on_removal
+
+
 def test_deletion_policy_decides_whether_removal_deletes() -> None:
     rid = ResourceId("kustomize.toolkit.fluxcd.io", "Kustomization", "flux-system", "apps")
     assert FluxKustomization(rid, "p", 1, prune=True).deletes_on_removal
