@@ -66,12 +66,6 @@ def hazard_findings(base: Inventory, now: Inventory, config: Config) -> list[Fin
     return sorted(findings, key=lambda f: (f.sort_key(), f.line or 0))
 
 
-def _owners(base: Inventory, now: Inventory, config: Config,
-            owned: tuple[Ownership | None, Ownership | None]) -> tuple[Ownership, Ownership]:
-    ob, on = owned
-    return (ob if ob is not None else ownership(base, config), on if on is not None else ownership(now, config))
-
-
 def _wave_prunes(ob: Ownership, on: Ownership, config: Config, wave: Slot) -> bool:
     """Whether wave `wave`'s Flux Kustomization may garbage-collect what leaves it (either spec)."""
     return may_prune(ob, on, ob.wave_owner.get(wave, on.wave_owner.get(wave, config.wave_cr_name(wave))))
@@ -126,8 +120,7 @@ def duplicate_findings(now: Inventory) -> list[Finding]:
 # ---- objects moving between waves ---------------------------------------------------------------
 
 
-def move_findings(base: Inventory, now: Inventory, config: Config,
-                  owned_base: Ownership | None = None, owned_now: Ownership | None = None) -> list[Finding]:
+def move_findings(base: Inventory, now: Inventory, config: Config, ob: Ownership, on: Ownership) -> list[Finding]:
     """`later-wave-move` and `earlier-wave-move` for every object that changes wave.
 
     An object still defined in one of its base waves does not move (`owner_findings` checks the
@@ -136,7 +129,6 @@ def move_findings(base: Inventory, now: Inventory, config: Config,
     unless its Flux Kustomization does not prune (with either its old or its new spec). Objects that
     a Kustomization other than a wave applies, at base or now, are left to `owner_findings`.
     """
-    ob, on = _owners(base, now, config, (owned_base, owned_now))
     findings = []
     sealed = {f.path for f in base.files if f.sops}
     for rid, now_found in now.by_id.items():
@@ -369,8 +361,7 @@ def namespace_findings(findings: Sequence[Finding], base: Ownership, config: Con
 # ---- objects leaving every wave ------------------------------------------------------------------
 
 
-def gone_findings(base: Inventory, now: Inventory, config: Config,
-                  owned_base: Ownership | None = None, owned_now: Ownership | None = None) -> list[Finding]:
+def gone_findings(base: Inventory, now: Inventory, config: Config, ob: Ownership, on: Ownership) -> list[Finding]:
     """`resource-dropped` / `resource-removed` for every object at base that no wave applies now.
 
     Files are tracked by their place below their wave (or the apps directory), because wave-bot's
@@ -379,7 +370,6 @@ def gone_findings(base: Inventory, now: Inventory, config: Config,
     (`deployment.yaml`). A wave whose Flux Kustomization does not prune leaves the object in the
     cluster, unmanaged.
     """
-    ob, on = _owners(base, now, config, (owned_base, owned_now))
     places: dict[str, list[str]] = {}
     for path in sorted([*(f.path for f in now.files), *(f.path for f in now.stray)]):
         places.setdefault(_place(path, config), []).append(path)
@@ -495,13 +485,11 @@ def tier_owner_findings(base: Ownership, now: Ownership) -> list[Finding]:
 # ---- Flux Kustomizations and waves ---------------------------------------------------------------
 
 
-def kustomization_removed_findings(base: Inventory, now: Inventory, config: Config,
-                                   owned_base: Ownership | None = None) -> list[Finding]:
+def kustomization_removed_findings(base: Inventory, now: Inventory, config: Config, ob: Ownership) -> list[Finding]:
     """`kustomization-removed`: a pruning Flux Kustomization at base that is gone now (the cutover).
 
     One that applied nothing at base owns nothing, so its finalizer deletes nothing: no finding.
     """
-    ob = owned_base if owned_base is not None else ownership(base, config)
     owning = {c.owner for copies in ob.copies.values() for c in copies}
     return [
         _kustomization_removed(k, base, config)
