@@ -896,6 +896,24 @@ def test_a_move_from_a_wave_into_platform_is_adopted_first(example_repo: Path) -
     assert [f for f in hazards(example_repo) if f.resource == SHARED_PVC] == []
 
 
+def test_every_old_owner_of_a_moving_object_is_judged_not_only_the_first(example_repo: Path) -> None:
+    # At base wave 2 and platform both apply shared-data; now only wave 1 does. Wave 2 reconciles after
+    # wave 1 (it dependsOn it), so its copy is adopted first; platform's is not, and platform deletes it.
+    append(example_repo, "apps/wave-2/seerr.yaml", SHARED_NS + SHARED)
+    write_files(example_repo, {"platform/shared.yaml": SHARED})
+    edit(example_repo, "platform/kustomization.yaml", "  - cnpg-system.yaml\n",
+         "  - cnpg-system.yaml\n  - shared.yaml\n")
+    commit(example_repo, "wave 2 and platform apply shared-data")
+    edit(example_repo, "apps/wave-2/seerr.yaml", SHARED_NS + SHARED, "")
+    append(example_repo, "apps/wave-1/sonarr.yaml", SHARED_NS + SHARED)
+    edit(example_repo, "platform/kustomization.yaml", "  - shared.yaml\n", "")
+    git(example_repo, "rm", "-q", "platform/shared.yaml")
+    commit(example_repo, "only wave 1 applies it")
+    pvc = of(hazards(example_repo), SHARED_PVC)
+    assert (pvc.code, pvc.severity, pvc.path) == ("cross-kustomization-move", "error", "platform/shared.yaml")
+    assert pvc.message.startswith(f"{SHARED_PVC} moves from platform (platform/shared.yaml:")
+
+
 def test_an_object_a_wave_and_platform_both_apply_is_an_error(example_repo: Path) -> None:
     copy = "# platform's copy\n" + (example_repo / "apps/wave-0/pihole.yaml").read_text()
     write_files(example_repo, {"platform/pihole.yaml": copy})
