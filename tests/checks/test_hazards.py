@@ -227,6 +227,9 @@ def test_a_protected_object_goes_with_its_namespace(example_repo: Path) -> None:
     assert sorted((f.code, f.severity) for f in pvc) == [("later-wave-move", "info"), ("namespace-deleted", "error")]
     (gone,) = [f for f in pvc if f.code == "namespace-deleted"]
     assert "is in Namespace gitea, which this change deletes (later-wave-move" in gone.message
+    deployed = git(example_repo, "show", "HEAD~1:apps/wave-0/gitea.yaml").splitlines()
+    start = deployed.index("kind: PersistentVolumeClaim")  # its document's first line is the one above
+    assert (gone.path, gone.line, gone.wave) == ("apps/wave-0/gitea.yaml", start, 0)
 
 
 def test_an_annotation_added_in_the_same_change_does_not_protect(example_repo: Path) -> None:
