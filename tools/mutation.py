@@ -33,7 +33,7 @@ WORK = ROOT / ".mutation" / "run"
 # direct tests: the property suites (fluxsim, differential, properties) take minutes per mutant.
 RELATED: dict[str, tuple[str, ...]] = {
     "checks.deletes": ("checks/test_hazards.py", "checks/test_lifecycle.py", "actions/test_action_ownership.py",
-                       "fixes/test_stepping.py"),
+                       "fixes/test_stepping.py", "checks/test_cascade.py"),
     "checks.removal": ("checks/test_lifecycle.py", "checks/test_hazards.py"),
     "checks.cutover": ("checks/test_lifecycle.py", "actions/test_cutover.py", "layout/test_units.py"),
     "checks.cascade": ("checks/test_cascade.py",),

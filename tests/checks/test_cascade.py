@@ -438,6 +438,16 @@ def test_a_helmrelease_a_tier_stops_applying_is_an_uninstall(
     assert "persistence.enabled is true" in removed["message"]
 
 
+def test_a_tier_that_does_not_prune_deletes_no_owner_it_stops_applying(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    platform = example_repo / "clusters/base/platform.yaml"
+    platform.write_text(platform.read_text().replace("  prune: true\n", "  prune: false\n"))
+    repo = in_platform(example_repo, "pihole-ks.yaml", child(), APP)
+    drop_from_platform(repo, "pihole-ks.yaml")
+    assert about(plan(repo, capsys), CHILD) == []  # platform leaves it in the cluster, unmanaged
+
+
 def test_an_owner_a_tier_keeps_applying_is_no_finding(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = in_platform(example_repo, "pihole-ks.yaml", child(), APP)
     (repo / "platform/pihole-ks.yaml").write_text(child().replace("interval: 10m", "interval: 5m"))
