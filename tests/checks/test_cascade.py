@@ -438,6 +438,24 @@ def test_a_helmrelease_a_tier_stops_applying_is_an_uninstall(
     assert "persistence.enabled is true" in removed["message"]
 
 
+def test_every_owner_a_tier_stops_applying_is_judged_a_protected_one_left_in_place(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    protected = child().replace("  namespace: flux-system\n", "  namespace: flux-system\n  annotations:\n"
+                                "    kustomize.toolkit.fluxcd.io/prune: disabled\n", 1)
+    repo = in_platform(example_repo, "pihole-ks.yaml", protected, APP)
+    repo = in_platform(repo, "pihole-hr.yaml", release("  values:\n    persistence:\n      enabled: true\n"))
+    drop_from_platform(repo, "pihole-ks.yaml")
+    drop_from_platform(repo, "pihole-hr.yaml")
+    report = plan(repo, capsys)
+    (uninstall,) = about(report, RELEASE)
+    assert (uninstall["code"], uninstall["severity"]) == ("resource-removed", "error")
+    (kept,) = about(report, CHILD)
+    assert (kept["code"], kept["severity"]) == ("resource-removed", "info")
+    assert kept["message"] == (f"platform no longer applies {CHILD} (platform/pihole-ks.yaml:1 at base); it carries "
+                               "kustomize.toolkit.fluxcd.io/prune: disabled, so Flux leaves it in the cluster, unmanaged")
+
+
 def test_a_tier_that_does_not_prune_deletes_no_owner_it_stops_applying(
     example_repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
