@@ -452,8 +452,9 @@ def test_every_owner_a_tier_stops_applying_is_judged_a_protected_one_left_in_pla
     assert (uninstall["code"], uninstall["severity"]) == ("resource-removed", "error")
     (kept,) = about(report, CHILD)
     assert (kept["code"], kept["severity"]) == ("resource-removed", "info")
-    assert kept["message"] == (f"platform no longer applies {CHILD} (platform/pihole-ks.yaml:1 at base); it carries "
-                               "kustomize.toolkit.fluxcd.io/prune: disabled, so Flux leaves it in the cluster, unmanaged")
+    assert kept["message"] == (f"platform no longer applies {CHILD} (platform/pihole-ks.yaml:1 at base); it "
+                               "carries kustomize.toolkit.fluxcd.io/prune: disabled, so Flux leaves it in the cluster, "
+                               "unmanaged")
 
 
 def test_a_tier_that_does_not_prune_deletes_no_owner_it_stops_applying(
