@@ -228,3 +228,24 @@ def test_two_empty_waves_go_in_one_change_with_exactly_their_lines(
         assert not (example_repo / f"apps/wave-{n}").exists()
         assert not (example_repo / f"clusters/base/apps-wave-{n}.yaml").exists()
     builds(example_repo, kubectl)
+
+
+def test_an_overlay_wave_bot_cannot_read_does_not_stop_the_wave_removal(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    # A linked kustomization: wave-bot never follows a link, so it neither reads nor builds staging,
+    # yet staging may build the base: an overlay it cannot check. The wave still goes with the lines
+    # of the overlays wave-bot can read.
+    (example_repo / "clusters/staging").mkdir()
+    (example_repo / "clusters/staging/kustomization.yaml").symlink_to("../dev/kustomization.yaml")
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "a staging overlay linked to dev's")
+    empty_wave_2(example_repo, capsys)
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (removed,) = codes(out)["wave-removed"]
+    assert "removes the lines that refer to it: clusters/base/kustomization.yaml:16" in removed["message"]
+    assert not (example_repo / "apps/wave-2").exists()
+    (unchecked,) = codes(out)["overlay-not-checked"]
+    assert unchecked["path"] == "clusters/staging/kustomization.yaml"
+    builds(example_repo, kubectl)
