@@ -249,3 +249,46 @@ def test_an_overlay_wave_bot_cannot_read_does_not_stop_the_wave_removal(
     (unchecked,) = codes(out)["overlay-not-checked"]
     assert unchecked["path"] == "clusters/staging/kustomization.yaml"
     builds(example_repo, kubectl)
+
+
+def test_a_flux_kustomizations_patch_for_the_wave_after_one_it_cannot_read_still_keeps_it(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # spec.patches[0] is no patch kustomize-controller accepts (the overlay checks report it): the
+    # patch after it, for apps-wave-2, still refers to the wave, which must stay.
+    broken = "    - target:\n        kind: Deployment\n      patch: 5\n"
+    (example_repo / "clusters/dev/cluster-apps.yaml").write_text(
+        cluster_apps(broken + CLUSTER_APPS.split("  patches:\n")[1]))
+    dev = example_repo / "clusters/dev/kustomization.yaml"
+    dev.write_text(dev.read_text().replace("  - ../base\n", "  - ../base\n  - cluster-apps.yaml\n", 1))
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "a broken patch, then one for apps-wave-2")
+    empty_wave_2(example_repo, capsys)
+    before = snapshot(example_repo)
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and "wave-removed" not in codes(out) and snapshot(example_repo) == before
+    (removable,) = codes(out)["wave-removable"]
+    assert ("clusters/dev/cluster-apps.yaml:17 `- patch: |` (spec.patches[1] of the Flux Kustomization cluster-apps)"
+            in removable["message"])
+
+
+FLOW_BASE = ("resources: [flux-system.yaml, platform.yaml, platform-config.yaml, apps-wave-0.yaml, apps-wave-1.yaml, "
+             "apps-wave-2.yaml, cluster-vars.yaml]")
+
+
+@pytest.mark.parametrize("fix", [[], ["--fix-overlays"]])
+def test_a_wave_in_a_flow_style_list_on_the_first_line_is_quoted_as_written(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], fix: list[str]
+) -> None:
+    # wave-bot removes no item of a flow-style list, so the wave stays and the line is quoted, even
+    # the file's very first one.
+    (example_repo / "clusters/base/kustomization.yaml").write_text(FLOW_BASE + "\n")
+    git(example_repo, "commit", "-q", "-am", "the base in flow style")
+    empty_wave_2(example_repo, capsys)
+    before = snapshot(example_repo)
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", *fix)
+    assert code == 0 and snapshot(example_repo) == before
+    (removable,) = codes(out)["wave-removable"]
+    assert (removable["path"], removable["line"]) == ("clusters/base/kustomization.yaml", 1)
+    assert f"clusters/base/kustomization.yaml:1 `{FLOW_BASE}` (resource apps-wave-2.yaml)" in removable["message"]
+    assert removable["fix"].splitlines()[0] == f"clusters/base/kustomization.yaml:1: {FLOW_BASE}"
