@@ -292,3 +292,18 @@ def test_a_wave_in_a_flow_style_list_on_the_first_line_is_quoted_as_written(
     assert (removable["path"], removable["line"]) == ("clusters/base/kustomization.yaml", 1)
     assert f"clusters/base/kustomization.yaml:1 `{FLOW_BASE}` (resource apps-wave-2.yaml)" in removable["message"]
     assert removable["fix"].splitlines()[0] == f"clusters/base/kustomization.yaml:1: {FLOW_BASE}"
+
+
+def test_a_wave_the_change_deletes_outright_is_not_said_to_be_kept(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # seerr leaves the repository with wave 2's files: nothing keeps wave 2, so the finding is the
+    # deletion of its Flux Kustomization (which prunes), not wave-emptied's "wave-bot keeps it".
+    git(example_repo, "rm", "-rq", "apps/wave-2", "catalog/seerr.yaml", "clusters/base/apps-wave-2.yaml")
+    base = example_repo / "clusters/base/kustomization.yaml"
+    base.write_text("".join(line for line in base.read_text().splitlines(keepends=True) if "apps-wave-2" not in line))
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD")
+    assert code == 0 and not (example_repo / "apps/wave-2").exists()
+    assert [f["resource"] for f in codes(out)["kustomization-removed"]] == [
+        "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps-wave-2"]
+    assert "wave-emptied" not in codes(out)
