@@ -307,3 +307,25 @@ def test_a_wave_the_change_deletes_outright_is_not_said_to_be_kept(
     assert [f["resource"] for f in codes(out)["kustomization-removed"]] == [
         "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps-wave-2"]
     assert "wave-emptied" not in codes(out)
+
+
+def test_once_the_app_tier_is_empty_and_deployed_every_wave_goes(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    # No unit is left, so no wave is the deepest: all three are beyond it, and each owns nothing.
+    git(example_repo, "rm", "-rq", "catalog", *(str(p.relative_to(example_repo))
+                                                 for p in (example_repo / "apps").glob("wave-*/*")))
+    for n in range(3):
+        (example_repo / f"apps/wave-{n}").mkdir(parents=True, exist_ok=True)
+        (example_repo / f"apps/wave-{n}/kustomization.yaml").write_text("resources: []\n")
+    (example_repo / "catalog").mkdir()
+    (example_repo / "catalog/.keep").write_text("")
+    (example_repo / ".wave-bot.yaml").write_text("root_depends_on: [platform-config]\n")
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "an empty app tier, deployed")
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert sorted(f["wave"] for f in codes(out)["wave-removed"]) == [0, 1, 2]
+    assert not list((example_repo / "apps").glob("wave-*")) and "- apps-wave-" not in (
+        example_repo / "clusters/base/kustomization.yaml").read_text()
+    builds(example_repo, kubectl)
