@@ -34,7 +34,8 @@ WORK = ROOT / ".mutation" / "run"
 RELATED: dict[str, tuple[str, ...]] = {
     "checks.deletes": ("checks/test_hazards.py", "checks/test_lifecycle.py", "actions/test_action_ownership.py",
                        "fixes/test_stepping.py", "checks/test_cascade.py"),
-    "checks.removal": ("checks/test_lifecycle.py", "checks/test_hazards.py"),
+    "checks.removal": ("checks/test_lifecycle.py", "checks/test_hazards.py", "layout/test_side.py",
+                       "actions/test_cutover.py"),
     "checks.cutover": ("checks/test_lifecycle.py", "actions/test_cutover.py", "layout/test_units.py"),
     "checks.cascade": ("checks/test_cascade.py",),
     "checks.acceptance": ("checks/test_acceptance.py", "checks/test_accept_command.py", "report/test_markdown.py"),

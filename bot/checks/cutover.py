@@ -40,11 +40,9 @@ class Cutover:
     legacy: FluxKustomization
     """The legacy Kustomization as the work tree defines it."""
     step: int
-    """1: release it (prune: false) first; 2: the whole split."""
+    """1: release it (prune: false) first; 2 (deployed so that deleting it deletes nothing): the whole split."""
     deployed: str
     """How the deployed state was learnt: 'the base revision' or 'the work tree (no --base)'."""
-    releases: bool
-    """Whether the legacy Kustomization is deployed so that deleting it deletes nothing."""
 
 
 def legacy_kustomization(flux: Sequence[FluxKustomization], config: Config) -> FluxKustomization | None:
@@ -65,7 +63,7 @@ def cutover(tree_flux: Sequence[FluxKustomization], base_inventory: Inventory | 
     else:
         deployed, where = legacy_kustomization(base_inventory.flux, config), "the base revision"
     releases = deployed is None or not deployed.deletes_on_removal
-    return Cutover(legacy, 2 if releases else 1, where, releases)
+    return Cutover(legacy, 2 if releases else 1, where)
 
 
 def _release_setting(legacy: FluxKustomization) -> tuple[str, str]:

@@ -468,3 +468,21 @@ def test_the_readme_adoption_steps_work_as_written(flat_repo: Path, kubectl: Kub
             ran.append(part)
     assert len([r for r in ran if "wave-bot apply" in r]) == 2 and any("kubectl kustomize" in r for r in ran)
     assert (flat_repo / "apps/wave-2/seerr.yaml").is_file() and not (flat_repo / "clusters/base/apps.yaml").exists()
+
+
+def test_step_2_goes_ahead_beside_an_overlay_wave_bot_cannot_read(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A linked kustomization: wave-bot never follows a link, so it neither reads nor builds staging
+    # (overlay-not-checked); the lines for `apps` in the overlays it can read still go.
+    (flat_repo / "clusters/staging").mkdir()
+    (flat_repo / "clusters/staging/kustomization.yaml").symlink_to("../dev/kustomization.yaml")
+    git(flat_repo, "add", "-A")
+    git(flat_repo, "commit", "-q", "-m", "a staging overlay linked to dev's")
+    run(flat_repo, capsys, "apply", "--base", "HEAD")
+    git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and by_code(out, "cutover-step-2")
+    assert [f["path"] for f in by_code(out, "overlay-not-checked")] == ["clusters/staging/kustomization.yaml"]
+    assert not (flat_repo / "clusters/base/apps.yaml").exists()
+    assert "name: apps\n" not in (flat_repo / "clusters/dev/kustomization.yaml").read_text()

@@ -228,3 +228,104 @@ def test_two_empty_waves_go_in_one_change_with_exactly_their_lines(
         assert not (example_repo / f"apps/wave-{n}").exists()
         assert not (example_repo / f"clusters/base/apps-wave-{n}.yaml").exists()
     builds(example_repo, kubectl)
+
+
+def test_an_overlay_wave_bot_cannot_read_does_not_stop_the_wave_removal(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    # A linked kustomization: wave-bot never follows a link, so it neither reads nor builds staging,
+    # yet staging may build the base: an overlay it cannot check. The wave still goes with the lines
+    # of the overlays wave-bot can read.
+    (example_repo / "clusters/staging").mkdir()
+    (example_repo / "clusters/staging/kustomization.yaml").symlink_to("../dev/kustomization.yaml")
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "a staging overlay linked to dev's")
+    empty_wave_2(example_repo, capsys)
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (removed,) = codes(out)["wave-removed"]
+    assert "removes the lines that refer to it: clusters/base/kustomization.yaml:16" in removed["message"]
+    assert not (example_repo / "apps/wave-2").exists()
+    (unchecked,) = codes(out)["overlay-not-checked"]
+    assert unchecked["path"] == "clusters/staging/kustomization.yaml"
+    builds(example_repo, kubectl)
+
+
+def test_a_flux_kustomizations_patch_for_the_wave_after_one_it_cannot_read_still_keeps_it(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # spec.patches[0] is no patch kustomize-controller accepts (the overlay checks report it): the
+    # patch after it, for apps-wave-2, still refers to the wave, which must stay.
+    broken = "    - target:\n        kind: Deployment\n      patch: 5\n"
+    (example_repo / "clusters/dev/cluster-apps.yaml").write_text(
+        cluster_apps(broken + CLUSTER_APPS.split("  patches:\n")[1]))
+    dev = example_repo / "clusters/dev/kustomization.yaml"
+    dev.write_text(dev.read_text().replace("  - ../base\n", "  - ../base\n  - cluster-apps.yaml\n", 1))
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "a broken patch, then one for apps-wave-2")
+    empty_wave_2(example_repo, capsys)
+    before = snapshot(example_repo)
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and "wave-removed" not in codes(out) and snapshot(example_repo) == before
+    (removable,) = codes(out)["wave-removable"]
+    assert ("clusters/dev/cluster-apps.yaml:17 `- patch: |` (spec.patches[1] of the Flux Kustomization cluster-apps)"
+            in removable["message"])
+
+
+FLOW_BASE = ("resources: [flux-system.yaml, platform.yaml, platform-config.yaml, apps-wave-0.yaml, apps-wave-1.yaml, "
+             "apps-wave-2.yaml, cluster-vars.yaml]")
+
+
+@pytest.mark.parametrize("fix", [[], ["--fix-overlays"]])
+def test_a_wave_in_a_flow_style_list_on_the_first_line_is_quoted_as_written(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], fix: list[str]
+) -> None:
+    # wave-bot removes no item of a flow-style list, so the wave stays and the line is quoted, even
+    # the file's very first one.
+    (example_repo / "clusters/base/kustomization.yaml").write_text(FLOW_BASE + "\n")
+    git(example_repo, "commit", "-q", "-am", "the base in flow style")
+    empty_wave_2(example_repo, capsys)
+    before = snapshot(example_repo)
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", *fix)
+    assert code == 0 and snapshot(example_repo) == before
+    (removable,) = codes(out)["wave-removable"]
+    assert (removable["path"], removable["line"]) == ("clusters/base/kustomization.yaml", 1)
+    assert f"clusters/base/kustomization.yaml:1 `{FLOW_BASE}` (resource apps-wave-2.yaml)" in removable["message"]
+    assert removable["fix"].splitlines()[0] == f"clusters/base/kustomization.yaml:1: {FLOW_BASE}"
+
+
+def test_a_wave_the_change_deletes_outright_is_not_said_to_be_kept(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # seerr leaves the repository with wave 2's files: nothing keeps wave 2, so the finding is the
+    # deletion of its Flux Kustomization (which prunes), not wave-emptied's "wave-bot keeps it".
+    git(example_repo, "rm", "-rq", "apps/wave-2", "catalog/seerr.yaml", "clusters/base/apps-wave-2.yaml")
+    base = example_repo / "clusters/base/kustomization.yaml"
+    base.write_text("".join(line for line in base.read_text().splitlines(keepends=True) if "apps-wave-2" not in line))
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD")
+    assert code == 0 and not (example_repo / "apps/wave-2").exists()
+    assert [f["resource"] for f in codes(out)["kustomization-removed"]] == [
+        "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps-wave-2"]
+    assert "wave-emptied" not in codes(out)
+
+
+def test_once_the_app_tier_is_empty_and_deployed_every_wave_goes(
+    example_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    # No unit is left, so no wave is the deepest: all three are beyond it, and each owns nothing.
+    git(example_repo, "rm", "-rq", "catalog", *(str(p.relative_to(example_repo))
+                                                 for p in (example_repo / "apps").glob("wave-*/*")))
+    for n in range(3):
+        (example_repo / f"apps/wave-{n}").mkdir(parents=True, exist_ok=True)
+        (example_repo / f"apps/wave-{n}/kustomization.yaml").write_text("resources: []\n")
+    (example_repo / "catalog").mkdir()
+    (example_repo / "catalog/.keep").write_text("")
+    (example_repo / ".wave-bot.yaml").write_text("root_depends_on: [platform-config]\n")
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "an empty app tier, deployed")
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert sorted(f["wave"] for f in codes(out)["wave-removed"]) == [0, 1, 2]
+    assert not list((example_repo / "apps").glob("wave-*")) and "- apps-wave-" not in (
+        example_repo / "clusters/base/kustomization.yaml").read_text()
+    builds(example_repo, kubectl)

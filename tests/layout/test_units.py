@@ -374,6 +374,31 @@ def test_the_cutover_splits_a_directory_per_app_tier(
     assert run(repo, capsys, "check", "--base", "HEAD~1")[0] == 0
 
 
+def test_step_2_says_where_the_legacy_kustomization_is_and_how_to_verify_the_split(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # postgres' kustomization sets no namespace here: the claim is where its file puts it.
+    repo = dir_repo(make_repo, {"clusters/base/apps.yaml": LEGACY,
+                                "apps/postgres/kustomization.yaml": KUSTOMIZE + "resources:\n  - pvc.yaml\n"})
+    base = repo / "clusters/base/kustomization.yaml"
+    base.write_text(base.read_text() + "  - apps.yaml\n")
+    git(repo, "commit", "-qam", "the monolithic app tier")
+    run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    git(repo, "commit", "-qam", "step 1: release apps")
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (step,) = [f for f in out["findings"] if f["code"] == "cutover-step-2"]
+    start = LEGACY.splitlines().index("apiVersion: kustomize.toolkit.fluxcd.io/v1") + 1
+    assert (step["path"], step["line"]) == ("clusters/base/apps.yaml", start)
+    assert step["message"].endswith("Next: merge, then verify with the commands in the fix (waves Ready, databases "
+                                    "and PVCs with their original age, labels moved to the waves)")
+    # The commands run as written, the label one with -n for a namespaced object.
+    assert step["fix"].splitlines() == [
+        "flux get kustomizations", "kubectl get persistentvolumeclaim -n elsewhere data",
+        "kubectl get deploy -A -o wide",
+        "kubectl -n elsewhere get persistentvolumeclaim/data -o jsonpath='{.metadata.labels.kustomize\\.toolkit"
+        "\\.fluxcd\\.io/name}'"]
+
+
 def child_kustomization(name: str, path: str) -> str:
     return (f"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n"
             f"  namespace: flux-system\nspec:\n  interval: 1h\n  path: {path}\n  prune: true\n"
@@ -470,7 +495,13 @@ def test_the_cutover_replaces_the_grouping_folders_kustomizations(
     ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n  - ./x/namespace.yaml\n",
       "apps/media/x/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: media\n"},
      ["apps/media/kustomization.yaml:6: lists ./x/namespace.yaml, which is in no unit of apps/media/"]),
-], ids=["namespace", "part-of-a-unit", "outside", "part-of-a-unit-with-its-own", "below-the-folder"])
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources: [./sonarr, ./radarr\n"},
+     ["apps/media/kustomization.yaml:4: invalid YAML"]),
+    # an entry that is no path at all is in no unit either (kustomize refuses it)
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n  - 5\n"},
+     ["apps/media/kustomization.yaml:6: lists 5, which is in no unit of apps/media/"]),
+], ids=["namespace", "part-of-a-unit", "outside", "part-of-a-unit-with-its-own", "below-the-folder", "invalid-yaml",
+        "not-a-path"])
 def test_a_grouping_kustomization_the_split_would_change_is_an_input_error(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], files: dict[str, str],
         expected: list[str]) -> None:
@@ -528,10 +559,13 @@ def test_a_grouping_kustomization_listing_what_the_waves_will_goes_with_the_spli
     assert [f["path"] for f in out["findings"] if f["code"] == "unplaced-file"] == ["apps/media/namespace.yaml"]
 
 
+@pytest.mark.parametrize("text", ["- ./sonarr\n- ./radarr\n", KUSTOMIZE + "resources: ./sonarr\n"],
+                         ids=["not-a-mapping", "resources-not-a-list"])
 def test_a_grouping_kustomization_kustomize_refuses_goes_with_the_split(
-        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
-    # Not a mapping: the legacy build failed on it too, so nothing Flux applied depends on it.
-    repo = grouped_repo(make_repo, {"apps/media/kustomization.yaml": "- ./sonarr\n- ./radarr\n"})
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, text: str) -> None:
+    # The legacy build failed on it too, so nothing Flux applied depends on it.
+    repo = grouped_repo(make_repo, {"apps/media/kustomization.yaml": text})
+    assert kubectl(repo / "apps/media").returncode != 0
     code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
     assert code == 0
     assert "apps/media/kustomization.yaml" in [c["path"] for c in out["changes"] if c["action"] == "delete"]
