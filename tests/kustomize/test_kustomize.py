@@ -517,6 +517,36 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
          "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\n"},
         "clusters/o/x.yaml:1: a resource needs kind and metadata.name"),
+    # Where each refusal of the kustomization file itself points: the file, and the line when it has one.
+    "an empty kustomization file": (
+        {"clusters/o/kustomization.yaml": ""}, "clusters/o/kustomization.yaml: kustomization file is empty"),
+    "a kustomization with only apiVersion and kind": (
+        {"clusters/o/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"},
+        "clusters/o/kustomization.yaml: kustomization file is empty: it sets no field but apiVersion and kind "
+        "(kustomize: kustomization.yaml is empty)"),
+    "a kustomization that is a list": (
+        {"clusters/o/kustomization.yaml": "- ../base\n"},
+        "clusters/o/kustomization.yaml:1: kustomization file is not a mapping of fields"),
+    "a Component apiVersion on a Kustomization kind's file": (
+        {"clusters/o/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Component\n"
+                                          + overlay("")},
+        "clusters/o/kustomization.yaml:1: apiVersion for Component must be kustomize.config.k8s.io/v1alpha1, not "
+        "'kustomize.config.k8s.io/v1beta1'"),
+    "an unknown Kustomization apiVersion": (
+        {"clusters/o/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1\nkind: Kustomization\n"
+                                          + overlay("")},
+        "clusters/o/kustomization.yaml:1: apiVersion for Kustomization must be kustomize.config.k8s.io/v1beta1, "
+        "not 'kustomize.config.k8s.io/v1'"),
+    "a patch path that is a number": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - path: 5\n")},
+        "clusters/o/kustomization.yaml:3: patches[0].path is 5, which kustomize reads in a kustomization as a "
+        "number (json: cannot unmarshal number into Go struct field Patch.patches.path of type string)\n"
+        "  hint: quote it: '5'"),
+    "an inline patch that is a number": (
+        {"clusters/o/kustomization.yaml": overlay("patches:\n  - patch: 5\n")},
+        "clusters/o/kustomization.yaml:3: patches[0].patch is 5, which kustomize reads in a kustomization as a "
+        "number (json: cannot unmarshal number into Go struct field Patch.patches.patch of type string)\n"
+        "  hint: quote it: '5'"),
     "resource without a kind": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
          "clusters/o/x.yaml": "apiVersion: v1\nmetadata:\n  name: x\n"},
