@@ -532,6 +532,10 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
                                           + overlay("")},
         "clusters/o/kustomization.yaml:1: apiVersion for Component must be kustomize.config.k8s.io/v1alpha1, not "
         "'kustomize.config.k8s.io/v1beta1'"),
+    "a misspelt kind": (
+        {"clusters/o/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomizaton\n"
+                                          + overlay("")},
+        "clusters/o/kustomization.yaml:2: kind is 'Kustomizaton'; kustomize expects Kustomization or Component"),
     "an unknown Kustomization apiVersion": (
         {"clusters/o/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1\nkind: Kustomization\n"
                                           + overlay("")},
