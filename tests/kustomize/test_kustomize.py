@@ -645,8 +645,9 @@ def test_references_outside_the_repository_are_not_followed(
 def test_fields_that_could_rewrite_anything_are_unsupported(field: str, tmp_path: Path) -> None:
     write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay(field + "\n")})
     key = field.split(":")[0]
-    with pytest.raises(Unsupported, match=f"uses '{key}', which wave-bot does not evaluate"):
+    with pytest.raises(Unsupported, match=f"uses '{key}', which wave-bot does not evaluate") as refused:
         build(FsTree(str(tmp_path)), "clusters/o")
+    assert (refused.value.path, refused.value.line) == ("clusters/o/kustomization.yaml", 2)  # the field's own line
 
 
 def test_labels_with_fields_are_unsupported(tmp_path: Path) -> None:
