@@ -666,8 +666,26 @@ def test_symbolic_links_are_not_followed(tmp_path: Path) -> None:
     write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("patches:\n  - path: p.yaml\n"),
                            "secret.yaml": smp("apps-wave-0", DEC)})
     os.symlink(tmp_path / "secret.yaml", tmp_path / "clusters/o/p.yaml")
-    with pytest.raises(Unsupported, match="is a symbolic link; wave-bot never follows links"):
+    with pytest.raises(Unsupported, match="is a symbolic link; wave-bot never follows links") as refused:
         build(FsTree(str(tmp_path)), "clusters/o")
+    assert (refused.value.path, refused.value.hint) == ("clusters/o/p.yaml", "replace the link with the file itself")
+
+
+def test_a_kustomization_file_that_is_a_link_is_found_and_not_followed(tmp_path: Path) -> None:
+    # Not taken for a directory without a kustomization (Flux would then generate one of every file).
+    write_files(tmp_path, {**BASE, "elsewhere.yaml": overlay("")})
+    (tmp_path / "clusters/o").mkdir()
+    os.symlink(tmp_path / "elsewhere.yaml", tmp_path / "clusters/o/kustomization.yaml")
+    with pytest.raises(Unsupported, match="is a symbolic link; wave-bot never follows links") as refused:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert refused.value.path == "clusters/o/kustomization.yaml"
+
+
+def test_a_resource_file_that_is_missing_is_named(tmp_path: Path) -> None:
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("patches:\n  - path: gone.yaml\n")})
+    with pytest.raises(BuildError, match="does not exist") as refused:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert refused.value.path == "clusters/o/gone.yaml"
 
 
 def test_oversized_files_are_not_read(tmp_path: Path) -> None:
