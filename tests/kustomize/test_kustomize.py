@@ -707,8 +707,9 @@ def test_ignored_fields_do_not_stop_the_evaluation(tmp_path: Path, kubectl: Kube
 def test_several_kustomization_files_are_refused(tmp_path: Path) -> None:
     write_files(tmp_path, {"d/kustomization.yaml": "resources: []\n", "d/kustomization.yml": "resources: []\n"})
     message = r"has several kustomization files \(d/kustomization.yaml, d/kustomization.yml\)"
-    with pytest.raises(BuildError, match=message):
+    with pytest.raises(BuildError, match=message) as refused:
         find_kustomization(FsTree(str(tmp_path)), "d")
+    assert refused.value.path == "d"
 
 
 # ---- the small algorithms ---------------------------------------------------------------------------
