@@ -537,9 +537,9 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
                                           + overlay("")},
         "clusters/o/kustomization.yaml:2: kind is 'Kustomizaton'; kustomize expects Kustomization or Component"),
     "an unknown Kustomization apiVersion": (
-        {"clusters/o/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1\nkind: Kustomization\n"
+        {"clusters/o/kustomization.yaml": "kind: Kustomization\napiVersion: kustomize.config.k8s.io/v1\n"
                                           + overlay("")},
-        "clusters/o/kustomization.yaml:1: apiVersion for Kustomization must be kustomize.config.k8s.io/v1beta1, "
+        "clusters/o/kustomization.yaml:2: apiVersion for Kustomization must be kustomize.config.k8s.io/v1beta1, "
         "not 'kustomize.config.k8s.io/v1'"),
     "a patch path that is a number": (
         {"clusters/o/kustomization.yaml": overlay("patches:\n  - path: 5\n")},
