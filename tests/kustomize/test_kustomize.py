@@ -579,8 +579,10 @@ def test_refused_like_kubectl(shape: str, tmp_path: Path, kubectl: Kubectl) -> N
 def test_a_key_repeated_in_a_strategic_merge_patch_is_not_evaluated(patch: str, tmp_path: Path) -> None:
     write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("patches:\n" + inline(patch))})
     with pytest.raises(Unsupported, match=r'mapping key "(wait|provider)" already defined at line \d in a '
-                       "strategic-merge patch; kustomize keeps the first value or fails"):
+                       "strategic-merge patch; kustomize keeps the first value or fails") as refused:
         build(FsTree(str(tmp_path)), "clusters/o")
+    assert refused.value.message.endswith(", so wave-bot does not evaluate it")
+    assert refused.value.path is not None and refused.value.path.startswith("clusters/o/kustomization.yaml")
 
 
 def test_a_failing_patch_is_skipped_and_the_rest_still_evaluated(tmp_path: Path) -> None:
