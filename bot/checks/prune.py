@@ -4,6 +4,7 @@ from __future__ import annotations
 from bot.flux.inventory import FluxKustomization, Inventory
 from bot.flux.manifests import NOT_A_SCALAR
 from bot.model import Finding
+from bot.yamlio.goyaml import YAML_1_1_BOOLEANS
 
 
 def invalid_prune_findings(now: Inventory) -> list[Finding]:
@@ -12,15 +13,12 @@ def invalid_prune_findings(now: Inventory) -> list[Finding]:
             if k.prune_value and k.prune_value not in ("true", "false", "True", "False", "TRUE", "FALSE")]
 
 
-# The YAML 1.1 booleans that are strings in YAML 1.2: whoever wrote `prune: off` meant false, and a fix
-# that turned it into `prune: true` would switch garbage collection on for them.
-_YAML_1_1 = {**dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "on", "On", "ON"), "true"),
-             **dict.fromkeys(("n", "N", "no", "No", "NO", "off", "Off", "OFF"), "false")}
-
-
 def _invalid_prune(k: FluxKustomization) -> Finding:
     quoted = k.prune_value.startswith('"')
-    spelled = k.prune_value.strip('"').lower() if quoted else _YAML_1_1.get(k.prune_value, "")
+    # Unquoted, a YAML 1.1 boolean word means what its writer meant: `off` is false, and a fix turning
+    # it into `prune: true` would switch garbage collection on for them.
+    meant = YAML_1_1_BOOLEANS.get(k.prune_value)
+    spelled = k.prune_value.strip('"').lower() if quoted else "" if meant is None else str(meant).lower()
     why = ("which is quoted, so a string in every YAML version" if quoted else
            "which kustomize emits as written" if k.prune_value == NOT_A_SCALAR else
            "which kustomize reads as YAML 1.2, where it is a string")

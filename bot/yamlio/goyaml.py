@@ -40,17 +40,18 @@ def plain_type(text: str) -> str:
 
 # kustomize reads a kustomization's fields with YAML 1.1's booleans besides go-yaml v3's types
 # (measured: `namespace: on` and `namespace: 0o17` both fail "cannot unmarshal ... of type string")
-_YAML_1_1_BOOL = frozenset({"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
-                            "OFF"})
+YAML_1_1_BOOLEANS = {**dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "on", "On", "ON"), True),
+                     **dict.fromkeys(("n", "N", "no", "No", "NO", "off", "Off", "OFF"), False)}
+"""The YAML 1.1 boolean words that are strings in YAML 1.2, with the value each means."""
 
 
 def kustomization_type(text: str) -> str:
     """What kustomize reads the plain scalar `text` of a kustomization as: 'a boolean', 'a number',
     'null' or 'a string' (a timestamp stays its text)."""
-    if text in _YAML_1_1_BOOL:
+    if text in YAML_1_1_BOOLEANS:
         return "a boolean"
     what = plain_type(text)
     return "a string" if what == "a timestamp" else what
 
 
-__all__ = ["MAYBE_NOT_STRING", "kustomization_type", "plain_type"]
+__all__ = ["MAYBE_NOT_STRING", "YAML_1_1_BOOLEANS", "kustomization_type", "plain_type"]
