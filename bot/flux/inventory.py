@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,6 +39,7 @@ from bot.kustomize import spec
 from bot.kustomize.breaks import builds_including
 from bot.kustomize.files import PatchUse
 from bot.kustomize.repository import applied_files, is_kustomization_file, read_kustomizations
+from bot.kustomize.select import target_matches
 from bot.kustomize.spec import CLUSTER_SCOPED, KUSTOMIZATION
 from bot.layout import units
 from bot.model import Finding
@@ -516,18 +516,20 @@ def _inline_effects(use: PatchUse, definitions: dict[ResourceId, FluxKustomizati
     """What an inline patch does to the Flux Kustomizations it can reach: (id, sets pruning, deletionPolicy).
 
     Any value of spec.prune but false counts as pruning (Flux rejects a non-boolean, and wave-bot
-    assumes the worse); a target whose name is a pattern it cannot read reaches every one."""
+    assumes the worse). A target selects as kustomize selects (RE2, anchored; read_kustomizations
+    has already left out a pattern kustomize refuses); without one, a strategic-merge document
+    reaches the Kustomization of its name (every one when it names none)."""
+    fields = use.target.fields if use.target is not None else {}
+
+    def fits(key: str, value: str) -> bool:
+        pattern = fields.get(key)
+        return not pattern or target_matches(pattern, value)
+
     def reached(doc_name: str | None) -> list[ResourceId]:
-        fields = use.target.fields if use.target is not None else {}
-        if fields.get("kind") not in (None, "Kustomization") or fields.get("group") not in (None, FLUX_GROUP):
+        if not (fits("kind", "Kustomization") and fits("group", FLUX_GROUP)):
             return []
-        pattern = fields.get("name") or doc_name
-        if pattern is None:
-            return list(definitions)
-        try:
-            return [rid for rid in definitions if re.fullmatch(pattern, rid.name)]
-        except re.error:
-            return list(definitions)
+        return [rid for rid in definitions if fits("name", rid.name) and fits("namespace", rid.namespace)
+                and (use.target is not None or doc_name is None or rid.name == doc_name)]
 
     if use.form == "json6902":
         ops = use.documents[0] if use.documents and isinstance(use.documents[0], list) else []
@@ -553,7 +555,7 @@ def _inline_effects(use: PatchUse, definitions: dict[ResourceId, FluxKustomizati
         meta = doc.get("metadata")
         name = meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else None
         if prunes or policy:
-            yield from ((rid, prunes, policy) for rid in reached(re.escape(name) if name else None))
+            yield from ((rid, prunes, policy) for rid in reached(name))
 
 
 def source_dir(k: FluxKustomization) -> str | None:
