@@ -152,8 +152,7 @@ def read_bytes(tree: Tree, path: str) -> bytes:
     except WaveBotError as exc:  # the tree refused it
         raise Unsupported(exc.message, path=exc.path, line=exc.line, hint=exc.hint) from None
     if len(data) > yamlio.MAX_FILE_BYTES:
-        raise Unsupported(f"file is {len(data):,} bytes; wave-bot reads YAML files of at most "
-                          f"{yamlio.MAX_FILE_BYTES:,}", path=path, hint=HINT_BY_HAND)
+        raise Unsupported(yamlio.too_large(), path=path, hint=HINT_BY_HAND)
     return data
 
 

@@ -103,7 +103,8 @@ def test_brackets_inside_ordinary_files_are_fine() -> None:
 
 def test_file_over_the_size_cap_is_refused() -> None:
     data = b"a: " + b"x" * yamlio.MAX_FILE_BYTES + b"\n"
-    with pytest.raises(WaveBotError, match=r"wave-bot reads YAML files of at most 1,048,576"):
+    with pytest.raises(WaveBotError, match="big.yaml: file is larger than 1,048,576 bytes, the most wave-bot reads "
+                       "of a YAML file"):
         yamlio.scan(data, "big.yaml")
 
 
