@@ -156,8 +156,10 @@ def read_bytes(tree: Tree, path: str) -> bytes:
     return data
 
 
-def _load(data: bytes, path: str, duplicates: Literal["error", "last", "patch"] = "error") -> list[yamlio.Document]:
-    """YAML documents through yamlio (its limits), with a YAML mistake as a BuildError. A repeated key
+def _load(data: bytes, path: str, duplicates: Literal["error", "last", "patch"] = "error", *,
+          empty: bool = False) -> list[yamlio.Document]:
+    """YAML documents through yamlio (its limits), with a YAML mistake as a BuildError; an empty
+    document (`---` with nothing after it) only with `empty`. A repeated key
     is what kustomize (v5.8) makes of it: the last value in a kustomization (`"last"`), an error in a
     resource (`"error"`); in a patch (`"patch"`) the last value for a JSON6902 one, and Unsupported
     for a strategic-merge one: kustomize refuses it for a built-in kind, and for a custom resource
@@ -166,7 +168,7 @@ def _load(data: bytes, path: str, duplicates: Literal["error", "last", "patch"] 
     try:
         try:
             return [d for d in yamlio.load(data, path, duplicates="last" if duplicates == "last" else "error")
-                    if d.value is not None]
+                    if empty or d.value is not None]
         except yamlio.RepeatedKey as exc:
             if duplicates != "patch":
                 raise
@@ -186,12 +188,21 @@ def read_kustomization(tree: Tree, path: str, *, check: bool = True) -> Kustomiz
     """Parse a kustomization file and (with `check`) vet its fields the way kustomize does: an
     unknown field is a BuildError, one this evaluator does not follow is Unsupported."""
     data = read_bytes(tree, path)
-    docs = _load(data, path, duplicates="last")
-    if not docs:
-        raise BuildError("kustomization file is empty", path=path)
-    if len(docs) > 1:
-        raise BuildError("kustomization file holds several YAML documents", path=path,
-                         line=docs[1].info.start_line)
+    # kustomize unmarshals the first document alone: an empty one (`---` twice) is an empty file to
+    # it, and what follows is never read, so a resource listed there is silently not applied
+    docs = _load(data, path, duplicates="last", empty=True)
+    later = [d for d in docs[1:] if d.value is not None]
+    if not docs or docs[0].value is None:
+        if not later:
+            raise BuildError("kustomization file is empty", path=path)
+        raise BuildError("kustomization file is empty: its first YAML document, the only one kustomize reads, is "
+                         "empty", path=path, line=docs[0].info.start_line,
+                         hint=f"delete the `---` lines above line {later[0].info.start_line}")
+    if later:
+        raise Unsupported("kustomization file holds several YAML documents; kustomize reads only the first and "
+                          "ignores the rest, so nothing listed from here on is applied", path=path,
+                          line=later[0].info.start_line, hint="merge them into one document, or delete what follows "
+                          "the first")
     doc = docs[0]
     if not isinstance(doc.value, dict):
         raise BuildError("kustomization file is not a mapping of fields", path=path, line=doc.info.start_line)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from bot.errors import WaveBotError
 from bot.kustomize.build import PatchFailed, apply_json_patch, build, merge_patch
 from bot.kustomize.files import find_kustomization
 from bot.kustomize.select import ResId, Selector, label_selector_matches
@@ -258,6 +259,9 @@ AGREE: dict[str, dict[str, str]] = {
         "clusters/o/kustomization.yaml": overlay("namespace: apps\n", resources="[../base, ns.yaml]"),
         "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
     },
+    "a kustomization ending in an empty document": {
+        "clusters/o/kustomization.yaml": overlay("commonLabels: {env: o}\n") + "---\n",
+    },
     "bases come after resources": {
         "clusters/o/kustomization.yaml": "resources: [extra.yaml]\nbases: [../base]\n",
         "clusters/o/extra.yaml": (
@@ -468,6 +472,11 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
          "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  - {a: 1, a: 2}\n"},
         'clusters/o/x.yaml:6: mapping key "a" already defined at line 6'),
+    "a key repeated in a resource, with both values to merge": (
+        {"clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
+         "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: one\n  a: two\n"},
+        'clusters/o/x.yaml:7: mapping key "a" already defined at line 6\n  hint: line 6 gives it "one", line 7 gives '
+        'it "two"'),
     "missing resource": (
         {"clusters/o/kustomization.yaml": overlay("", resources="[../base, gone.yaml]")},
         "clusters/o/kustomization.yaml:1: resources lists 'gone.yaml', which does not exist"),
@@ -518,6 +527,10 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
          "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\n"},
         "clusters/o/x.yaml:1: a resource needs kind and metadata.name"),
     # Where each refusal of the kustomization file itself points: the file, and the line when it has one.
+    "a kustomization whose first document is empty": (
+        {"clusters/o/kustomization.yaml": "---\n---\n" + overlay("")},
+        "clusters/o/kustomization.yaml:1: kustomization file is empty: its first YAML document, the only one "
+        "kustomize reads, is empty\n  hint: delete the `---` lines above line 2"),
     "an empty kustomization file": (
         {"clusters/o/kustomization.yaml": ""}, "clusters/o/kustomization.yaml: kustomization file is empty"),
     "a kustomization with only apiVersion and kind": (
@@ -692,9 +705,57 @@ def test_a_resource_file_that_is_missing_is_named(tmp_path: Path) -> None:
 
 def test_oversized_files_are_not_read(tmp_path: Path) -> None:
     write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("", resources="[../base, big.yaml]"),
-                           "clusters/o/big.yaml": "# " + "x" * yamlio.MAX_FILE_BYTES + "\n"})
-    with pytest.raises(Unsupported, match="wave-bot reads YAML files of at most"):
+                           "clusters/o/big.yaml": "# " + "x" * 2 * yamlio.MAX_FILE_BYTES + "\n"})
+    with pytest.raises(Unsupported) as refused:
         build(FsTree(str(tmp_path)), "clusters/o")
+    # the size is not given: the tree reads one byte past the cap, never the whole file
+    assert (refused.value.path, refused.value.message, refused.value.hint) == (
+        "clusters/o/big.yaml", "file is larger than 1,048,576 bytes, the most wave-bot reads of a YAML file", BY_HAND)
+
+
+def test_a_kustomization_of_several_documents_is_refused_at_the_one_kustomize_ignores(
+    tmp_path: Path, kubectl: Kubectl
+) -> None:
+    # a `---` slipped in above `resources` would have Flux prune everything listed below it
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("") + "---\nresources: [extra.yaml]\n",
+                           "clusters/o/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\n"})
+    real = kubectl(tmp_path / "clusters/o")
+    assert real.returncode == 0, real.stderr
+    assert "extra" not in real.stdout and "apps-wave-0" in real.stdout
+    with pytest.raises(Unsupported) as refused:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert (refused.value.path, refused.value.line, refused.value.message, refused.value.hint) == (
+        "clusters/o/kustomization.yaml", 2, "kustomization file holds several YAML documents; kustomize reads only "
+        "the first and ignores the rest, so nothing listed from here on is applied",
+        "merge them into one document, or delete what follows the first")
+
+
+class _Unreadable(FsTree):
+    """A tree that refuses to read one file (what FsTree does for a file it has no permission to
+    read, which the tests cannot arrange when they run as root)."""
+
+    def read(self, path: str) -> bytes:
+        if path == "clusters/o/x.yaml":
+            raise WaveBotError("cannot be read: Permission denied", path=path, line=None, hint="fix its mode")
+        return super().read(path)
+
+
+def test_a_file_the_tree_cannot_read_is_refused_naming_it(tmp_path: Path) -> None:
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("", resources="[../base, x.yaml]"),
+                           "clusters/o/x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
+    with pytest.raises(Unsupported) as refused:
+        build(_Unreadable(str(tmp_path)), "clusters/o")
+    assert (refused.value.path, refused.value.message, refused.value.hint) == (
+        "clusters/o/x.yaml", "cannot be read: Permission denied", "fix its mode")
+
+
+def test_a_linked_directory_on_the_way_to_a_resource_is_refused_with_the_fix(tmp_path: Path) -> None:
+    write_files(tmp_path, {**BASE, "clusters/o/kustomization.yaml": overlay("", resources="[../base, more/x.yaml]"),
+                           "real/x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
+    os.symlink(tmp_path / "real", tmp_path / "clusters/o/more")
+    with pytest.raises(Unsupported, match="is a symbolic link; wave-bot never follows links") as refused:
+        build(FsTree(str(tmp_path)), "clusters/o")
+    assert (refused.value.path, refused.value.hint) == ("clusters/o/more", "replace the link with the file itself")
 
 
 def test_ignored_fields_do_not_stop_the_evaluation(tmp_path: Path, kubectl: Kubectl) -> None:
