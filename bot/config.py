@@ -189,12 +189,16 @@ def _convert(key: str, value: Any, path: str, info: yamlio.DocInfo) -> Any:
     if key in _STR_LISTS:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise _bad(key, "a list of strings", path, line)
-        if key == "overlays" and not all(is_safe_relpath(v) for v in value):
-            raise _bad(key, "a list of relative paths inside the repository", path, line)
+        # '.' is safe but names the root, which no directory key may be: its files would all be the
+        # catalog's, and the wave and overlay paths built from it ('./apps-wave-0.yaml') name nothing
+        if key == "overlays" and not all(is_safe_relpath(v) and v != "." for v in value):
+            raise _bad(key, "a list of directories inside the repository, below its root", path, line)
         return tuple(value)
     if key in _PATHS:
         if not isinstance(value, str) or not is_safe_relpath(value):
             raise _bad(key, "a relative path inside the repository (no '..', no leading '/')", path, line)
+        if value == ".":
+            raise _bad(key, "a directory below the repository root, not the root ('.')", path, line)
         return value
     if key == "decryption_secret" and value is None:
         return None  # controller-level key (kustomize-controller --sops-age-secret)

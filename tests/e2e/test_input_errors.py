@@ -112,6 +112,14 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
         {".wave-bot.yaml": "apps_dir: ../elsewhere\n"},
         [".wave-bot.yaml:1:", "'apps_dir' must be a relative path inside the repository"],
     ),
+    "config-path-root": (
+        {".wave-bot.yaml": "apps_dir: apps\nbase_dir: .\n"},
+        [".wave-bot.yaml:2:", "'base_dir' must be a directory below the repository root, not the root ('.')"],
+    ),
+    "config-overlay-root": (
+        {".wave-bot.yaml": "overlays: [clusters/dev, .]\n"},
+        [".wave-bot.yaml:1:", "'overlays' must be a list of directories inside the repository, below its root"],
+    ),
     "config-bad-wave-name": (
         {".wave-bot.yaml": "wave_name: 'Apps_{n}'\n"},
         [".wave-bot.yaml:1:", "'wave_name' must contain '{n}' once and give a DNS-1123 name"],
