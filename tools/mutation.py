@@ -3,6 +3,7 @@
     .venv/bin/python tools/mutation.py ownership lifecycle     # these modules
     .venv/bin/python tools/mutation.py --changed main          # the safety modules changed since main
     .venv/bin/python tools/mutation.py --changed main --sample 20 --minutes 10
+    .venv/bin/python tools/mutation.py kustomize.files --function read_kustomization   # one function
 
 Each run works in a fresh copy of the work tree under .mutation/ (the work tree itself is never
 touched). mutmut mutates only the modules in scope and runs only their related tests (RELATED
@@ -79,12 +80,15 @@ def source(module: str) -> str:
     return f"bot/{module.replace('.', '/')}.py"
 
 
-def patterns(modules: Sequence[str], sample: int) -> list[str]:
-    """mutmut name globs for the mutants to run (names are bot.<module>.<function>__mutmut_<n>)."""
-    if sample >= 100:
-        return [f"bot.{m}.*" for m in modules]
-    digits = SPREAD[:max(1, sample // 10)]
-    return [f"bot.{m}.*__mutmut_*[{digits}]" for m in modules]
+def patterns(modules: Sequence[str], sample: int, functions: Sequence[str] = ()) -> list[str]:
+    """mutmut name globs for the mutants to run: names are bot.<module>.x_<function>__mutmut_<n>, and
+    bot.<module>.xǁ<Class>ǁ<method>__mutmut_<n> for a method; `functions` (names of functions or
+    methods) narrows each module to those."""
+    number = "*" if sample >= 100 else f"*[{SPREAD[:max(1, sample // 10)]}]"
+    if not functions:
+        return [f"bot.{m}.*__mutmut_{number}" for m in modules]
+    return [f"bot.{m}.{prefix}{f}__mutmut_{number}" for m in modules for f in functions
+            for prefix in ("x_", "xǁ*ǁ")]
 
 
 def toml_value(value: object) -> str:
@@ -144,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="every safety module")
     parser.add_argument("--sample", type=int, default=100, metavar="PERCENT",
                         help="run about PERCENT%% of the mutants (10..100, by mutant number; default 100)")
+    parser.add_argument("--function", action="append", default=[], metavar="NAME",
+                        help="only the mutants of this function or method (repeat for several): a change's own")
     parser.add_argument("--minutes", type=float, metavar="N", help="stop after N minutes and score what ran")
     parser.add_argument("--max-children", type=int, default=2, help="mutants run in parallel (default 2)")
     args = parser.parse_args(argv)
@@ -157,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not 10 <= args.sample <= 100:
         parser.error("--sample takes a percentage from 10 to 100")
-    globs = patterns(modules, args.sample)
+    globs = patterns(modules, args.sample, args.function)
     print(f"mutation: {', '.join(modules)}; tests: {', '.join(sorted({t for m in modules for t in RELATED[m]}))}"
           + (f"; sample {args.sample}%" if args.sample < 100 else ""), flush=True)
     prepare(modules)

@@ -30,6 +30,17 @@ def test_a_sample_keeps_about_that_share_of_mutants_of_the_module_only() -> None
         assert not any(fnmatch("bot.flux.ownership.x_may_prune__mutmut_10", g) for g in globs)
 
 
+def test_a_function_scope_keeps_that_function_and_its_namesake_methods_only() -> None:
+    names = [f"bot.kustomize.files.{f}__mutmut_{n}" for n in range(1, 21)
+             for f in ("x_read_bytes", "x__load", "x_read_kustomization", "xǁKustomizationǁline", "xǁAdditionsǁline",
+                       "x_outline")]
+    globs = mutation.patterns(["kustomize.files"], 20, ["read_bytes", "line"])
+    kept = {n.rsplit("__mutmut_", 1)[0] for n in names if any(fnmatch(n, g) for g in globs)}
+    assert kept == {"bot.kustomize.files.x_read_bytes", "bot.kustomize.files.xǁKustomizationǁline",
+                    "bot.kustomize.files.xǁAdditionsǁline"}
+    assert sum(any(fnmatch(n, g) for g in globs) for n in names if "read_bytes" in n) == 4  # 20% of 20
+
+
 def test_an_unknown_module_is_a_usage_error_listing_the_modules() -> None:
     result = subprocess.run([sys.executable, str(PROJECT / "tools/mutation.py"), "plan"], capture_output=True,
                             text=True)
