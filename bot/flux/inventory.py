@@ -38,7 +38,7 @@ from bot.kustomize import build as kustomize
 from bot.kustomize import spec
 from bot.kustomize.breaks import builds_including
 from bot.kustomize.files import PatchUse
-from bot.kustomize.repository import applied_files, is_kustomization_file, read_kustomizations
+from bot.kustomize.repository import applied_files_in_namespaces, is_kustomization_file, read_kustomizations
 from bot.kustomize.select import target_matches
 from bot.kustomize.spec import CLUSTER_SCOPED, KUSTOMIZATION
 from bot.layout import units
@@ -115,6 +115,8 @@ class FluxKustomization:
     """The names in spec.dependsOn (same namespace assumed, as wave-bot generates them)."""
     prune_value: str = "true"
     """spec.prune as written (in double quotes when the YAML quotes it), for `invalid-prune`."""
+    target_namespace: str = ""
+    """spec.targetNamespace: the namespace of every namespaced object it applies ('' for as built)."""
 
     @property
     def name(self) -> str:
@@ -425,6 +427,15 @@ def _built_unit(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
     return out
 
 
+def _in_namespace(rid: ResourceId, namespace: str) -> ResourceId:
+    """`rid` after a kustomization's `namespace:` (or a Flux targetNamespace); '' leaves it."""
+    if namespace and rid.kind == "Namespace":  # kustomize renames it (see kustomize.build)
+        return dataclasses.replace(rid, name=namespace)
+    if namespace and rid.kind not in CLUSTER_SCOPED:
+        return dataclasses.replace(rid, namespace=namespace)
+    return rid
+
+
 def _wave_file(reader: _Reader, wave: Slot, path: str, namespace: str = "") -> WaveFile | None:
     """The file at `path`; `namespace`: its objects as a kustomization's `namespace:` leaves them."""
     parsed = reader.parse(path, wave)
@@ -439,12 +450,7 @@ def _wave_file(reader: _Reader, wave: Slot, path: str, namespace: str = "") -> W
                        f"and {len(bad) - PROBLEMS_PER_FILE} more documents that are not Kubernetes objects", wave)
     for obj in parsed.objects:
         if obj.id is not None:
-            rid = obj.id
-            if namespace and obj.id.kind == "Namespace":  # kustomize renames it (see kustomize.build)
-                rid = dataclasses.replace(obj.id, name=namespace)
-            elif namespace and obj.id.kind not in CLUSTER_SCOPED:
-                rid = dataclasses.replace(obj.id, namespace=namespace)
-            resources.append(Resource(rid, wave, path, obj.line, obj.prune_disabled))
+            resources.append(Resource(_in_namespace(obj.id, namespace), wave, path, obj.line, obj.prune_disabled))
     sops = ".sops." in posixpath.basename(path) or parsed.sops_key
     return WaveFile(path, wave, sops, tuple(resources))
 
@@ -486,7 +492,7 @@ def _flux_kustomizations(reader: _Reader) -> tuple[FluxKustomization, ...]:
             if obj.id is None or obj.id.group != FLUX_GROUP or obj.id.kind != "Kustomization":
                 continue
             record = FluxKustomization(obj.id, path, obj.line, obj.flux_prune, obj.deletion_policy, obj.source_path,
-                                       obj.depends_on, obj.prune_value)
+                                       obj.depends_on, obj.prune_value, obj.target_namespace)
             if path in patch_files:
                 patched.append(record)
             else:
@@ -581,12 +587,14 @@ def _other_resources(reader: _Reader, flux: tuple[FluxKustomization, ...]) -> tu
         if directory is None or (posixpath.dirname(directory) == config.apps_dir
                                  and config.slot_of_dir(posixpath.basename(directory)) is not None):
             continue
-        for path in applied_files(reader.tree, directory):
+        # as they are built and applied: the commands the cutover gives name the live objects
+        for path, namespace in applied_files_in_namespaces(reader.tree, directory, k.target_namespace):
             parsed = reader.parse(path, None)
             for obj in parsed.objects if parsed is not None else ():
                 if obj.id is not None and not (obj.id.group == FLUX_GROUP and obj.id.kind == "Kustomization"
                                                and obj.id in defined):
-                    out.append(OwnedResource(obj.id, k.name, path, obj.line, obj.prune_disabled))
+                    out.append(OwnedResource(_in_namespace(obj.id, namespace), k.name, path, obj.line,
+                                             obj.prune_disabled))
     return tuple(sorted(out))
 
 

@@ -27,6 +27,7 @@ _OBJECT_PATHS: frozenset[tuple[str, ...]] = frozenset({
     ("spec", "prune"),
     ("spec", "deletionPolicy"),
     ("spec", "path"),
+    ("spec", "targetNamespace"),
 })
 
 # Flux reads `prune` as kustomize's kyaml emits it: YAML 1.2, where only true/True/TRUE is true.
@@ -67,6 +68,7 @@ class _Object:
     source_path: str = ""
     depends_on: tuple[str, ...] = ()
     prune_value: str = ""
+    target_namespace: str = ""
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,7 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
         source_path=get("spec", "path"),
         depends_on=tuple(depends),
         prune_value=prune_value,
+        target_namespace=get("spec", "targetNamespace"),
     )
 
 

@@ -233,46 +233,55 @@ def _items(value: Any, key: str) -> list[Any]:
 # ---- a wave's own kustomization, read fast --------------------------------------------------
 
 
-def _resource_item(path: yamlio.Path) -> bool:
-    return len(path) <= 2 and path[0] == "resources"
+def _listing_field(path: yamlio.Path) -> bool:
+    return len(path) <= 2 and path[0] == "resources" or path == ("namespace",)
 
 
-def applied_files(tree: Tree, directory: str, seen: set[str] | None = None) -> list[str]:
+def applied_files(tree: Tree, directory: str) -> list[str]:
     """The files a Flux Kustomization whose spec.path is `directory` applies: what its kustomization
     (any file name) lists under `resources`, through listed directories; without a kustomization,
     every YAML file below it (kustomize-controller generates one that lists them). Read with the
     scanner: an app tier may list thousands of files. Remote and outside references are left out."""
+    return [path for path, _ in applied_files_in_namespaces(tree, directory)]
+
+
+def applied_files_in_namespaces(tree: Tree, directory: str, namespace: str = "",
+                                seen: set[str] | None = None) -> list[tuple[str, str]]:
+    """`applied_files`, each with the namespace kustomize moves its namespaced objects to: the
+    outermost `namespace:` among the kustomizations that list it (an outer transformer runs after
+    the inner ones), else `namespace`; '' when the objects keep the namespace they are written with."""
     seen = set() if seen is None else seen
     if directory in seen:
         return []
     seen.add(directory)
     prefix = f"{directory}/" if directory else ""
     names = [n for n in KUSTOMIZATION_FILES if tree.kind(prefix + n) == "file"]
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     if names:
         kustomization = prefix + names[0]
         try:
-            docs = [d for d in yamlio.scan(tree.read(kustomization), kustomization, capture=_resource_item)
+            docs = [d for d in yamlio.scan(tree.read(kustomization), kustomization, capture=_listing_field)
                     if not d.empty]
         except WaveBotError:
             return []
         items = docs[0].scalars if docs else {}
+        inner = namespace or items.get(("namespace",), "")
         for _, ref in sorted((k, v) for k, v in items.items() if len(k) == 2):
             path = posixpath.normpath(f"{prefix}{ref}")
             if "://" in ref or path == ".." or path.startswith("../"):
                 continue
             kind = tree.kind(path)
             if kind == "file":
-                out.append(path)
+                out.append((path, inner))
             elif kind == "dir":
-                out += applied_files(tree, path, seen)
+                out += applied_files_in_namespaces(tree, path, inner, seen)
         return out
     for entry in tree.entries(directory):
         path = f"{prefix}{entry.name}"
         if entry.kind == "file" and is_yaml_name(entry.name):
-            out.append(path)
+            out.append((path, namespace))
         elif entry.kind == "dir":
-            out += applied_files(tree, path, seen)
+            out += applied_files_in_namespaces(tree, path, namespace, seen)
     return out
 
 
@@ -306,6 +315,7 @@ class Builds:
 
 
 __all__ = [
-    "Builds", "Kustomizations", "PatchEntry", "Reference", "Role", "applied_files", "is_kustomization_file",
+    "Builds", "Kustomizations", "PatchEntry", "Reference", "Role", "applied_files", "applied_files_in_namespaces",
+    "is_kustomization_file",
     "read_kustomizations",
 ]

@@ -9,7 +9,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from bot.kustomize.files import read_kustomization
-from bot.kustomize.repository import Builds, applied_files, read_kustomizations
+from bot.kustomize.repository import Builds, applied_files, applied_files_in_namespaces, read_kustomizations
 from bot.kustomize.spec import BuildError
 from bot.layout.units import wave_refs
 from bot.repo.tree import PlannedTree
@@ -276,6 +276,36 @@ def test_applied_files_are_the_files_kustomize_builds(tmp_path: Path, kubectl: K
     assert built.returncode == 0, built.stderr
     names = sorted(re.findall(r"^  name: (\w+)$", built.stdout, re.MULTILINE))
     assert object_names(applied_files(FsTree(str(tmp_path)), directory)) == names
+
+
+@pytest.mark.parametrize(("top", "sub", "shared"), [
+    ("", "", ""), ("outer", "", ""), ("", "inner", ""), ("outer", "inner", "own"), ("", "inner", "own")])
+def test_applied_files_carry_the_namespace_kustomize_gives_their_objects(
+        tmp_path: Path, kubectl: Kubectl, top: str, sub: str, shared: str) -> None:
+    # the outermost `namespace:` wins: an outer transformer runs after the inner ones
+    def ns(name: str) -> str:
+        return f"namespace: {name}\n" if name else ""
+    write_files(tmp_path, {**APPLIED_TREE, "t/Kustomization": ns(top) + "resources: [./a.yaml, sub, ../shared]\n",
+                           "t/sub/kustomization.yml": ns(sub) + "resources:\n  - b.yaml\n",
+                           "shared/kustomization.yaml": ns(shared) + "resources: [s.yaml]\n"})
+    built = kubectl(tmp_path / "t")
+    assert built.returncode == 0, built.stderr
+    real = {d["metadata"]["name"]: d["metadata"].get("namespace", "") for d in YAML(typ="safe").load_all(built.stdout)}
+    ours = {object_names([p])[0]: n for p, n in applied_files_in_namespaces(FsTree(str(tmp_path)), "t")}
+    assert ours == real
+
+
+def test_a_flux_target_namespace_is_the_outermost_one(tmp_path: Path) -> None:
+    # also over a directory Flux generates the kustomization of, and the units below it
+    write_files(tmp_path, {**APPLIED_TREE, "t/sub/kustomization.yml": "namespace: inner\nresources: [b.yaml]\n",
+                           "gen/g.yaml": config_map("g"), "gen/unit/c.yaml": config_map("c"),
+                           "gen/unit/kustomization.yaml": "namespace: u\nresources: [c.yaml]\n"})
+    tree = FsTree(str(tmp_path))
+    assert applied_files_in_namespaces(tree, "t", "target") == [
+        ("t/a.yaml", "target"), ("t/sub/b.yaml", "target"), ("shared/s.yaml", "target")]
+    assert applied_files_in_namespaces(tree, "gen", "target") == [
+        ("gen/g.yaml", "target"), ("gen/unit/c.yaml", "target")]
+    assert applied_files_in_namespaces(tree, "gen") == [("gen/g.yaml", ""), ("gen/unit/c.yaml", "u")]
 
 
 def test_applied_files_leave_out_remote_and_outside_references(tmp_path: Path) -> None:

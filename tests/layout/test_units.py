@@ -399,6 +399,33 @@ def test_step_2_says_where_the_legacy_kustomization_is_and_how_to_verify_the_spl
         "\\.fluxcd\\.io/name}'"]
 
 
+@pytest.mark.parametrize("where", ["unit-namespace", "target-namespace"])
+def test_the_cutover_commands_name_each_object_in_the_namespace_kustomize_gives_it(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, where: str) -> None:
+    # The PVC's file says `elsewhere`; what is applied (and what kubectl must annotate) is elsewhere.
+    if where == "unit-namespace":
+        files = {"clusters/base/apps.yaml": LEGACY,
+                 "apps/postgres/kustomization.yaml": KUSTOMIZE + "namespace: databases\nresources:\n  - pvc.yaml\n"}
+    else:  # Flux sets it as the outermost namespace: over the unit's own
+        legacy = LEGACY.replace("  path: ./apps\n", "  path: ./apps\n  targetNamespace: databases\n")
+        files = {"clusters/base/apps.yaml": legacy,
+                 "apps/postgres/kustomization.yaml": KUSTOMIZE + "namespace: other\nresources:\n  - pvc.yaml\n"}
+    repo = dir_repo(make_repo, files)
+    built = [d for d in yaml.safe_load_all(kubectl(repo / "apps/postgres").stdout) if d]
+    assert [d["metadata"]["namespace"] for d in built] == ["databases" if where == "unit-namespace" else "other"]
+    base = repo / "clusters/base/kustomization.yaml"
+    base.write_text(base.read_text() + "  - apps.yaml\n")
+    git(repo, "commit", "-qam", "the monolithic app tier")
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    (step,) = [f for f in out["findings"] if f["code"] == "cutover-step-1"]
+    assert "kubectl -n databases annotate persistentvolumeclaim/data kustomize.toolkit.fluxcd.io/prune=disabled" in (
+        step["fix"].splitlines())
+    git(repo, "commit", "-qam", "step 1: release apps")
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    (step,) = [f for f in out["findings"] if f["code"] == "cutover-step-2"]
+    assert "kubectl get persistentvolumeclaim -n databases data" in step["fix"].splitlines()
+
+
 def child_kustomization(name: str, path: str) -> str:
     return (f"apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n"
             f"  namespace: flux-system\nspec:\n  interval: 1h\n  path: {path}\n  prune: true\n"
