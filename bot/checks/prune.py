@@ -19,16 +19,16 @@ def _invalid_prune(k: FluxKustomization) -> Finding:
     # it into `prune: true` would switch garbage collection on for them.
     meant = YAML_1_1_BOOLEANS.get(k.prune_value)
     spelled = k.prune_value.strip('"').lower() if quoted else "" if meant is None else str(meant).lower()
-    why = ("which is quoted, so a string in every YAML version" if quoted else
+    why = ("which is written as a string (quoted, or tagged !!str), so a string in every YAML version" if quoted else
            "which kustomize emits as written" if k.prune_value == NOT_A_SCALAR else
            "which kustomize reads as YAML 1.2, where it is a string")
     return Finding(
         code="invalid-prune",
         severity="error",
-        message=f"{k.path}:{k.line}: the Flux Kustomization {k.name} has spec.prune: {k.prune_value}, {why}, not a "
-                "boolean: the Kustomization CRD rejects it and Flux cannot apply this revision of the cluster "
+        message=f"{k.path}:{k.prune_line}: the Flux Kustomization {k.name} has spec.prune: {k.prune_value}, {why}, "
+                "not a boolean: the Kustomization CRD rejects it and Flux cannot apply this revision of the cluster "
                 "entrypoints. wave-bot assumes it prunes",
-        path=k.path, line=k.line, resource=str(k.id),
+        path=k.path, line=k.prune_line, resource=str(k.id),
         fix=f"spec:\n  prune: {spelled if spelled in ('true', 'false') else 'true'}\n",
     )
 

@@ -117,6 +117,8 @@ class FluxKustomization:
     """spec.prune as written (in double quotes when the YAML quotes it), for `invalid-prune`."""
     target_namespace: str = ""
     """spec.targetNamespace: the namespace of every namespaced object it applies ('' for as built)."""
+    prune_line: int = 0
+    """The line of spec.prune (of the object when it has none)."""
 
     @property
     def name(self) -> str:
@@ -492,7 +494,8 @@ def _flux_kustomizations(reader: _Reader) -> tuple[FluxKustomization, ...]:
             if obj.id is None or obj.id.group != FLUX_GROUP or obj.id.kind != "Kustomization":
                 continue
             record = FluxKustomization(obj.id, path, obj.line, obj.flux_prune, obj.deletion_policy, obj.source_path,
-                                       obj.depends_on, obj.prune_value, obj.target_namespace)
+                                       obj.depends_on, obj.prune_value, obj.target_namespace,
+                                       obj.prune_line)
             if path in patch_files:
                 patched.append(record)
             else:

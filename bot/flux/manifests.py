@@ -69,6 +69,7 @@ class _Object:
     depends_on: tuple[str, ...] = ()
     prune_value: str = ""
     target_namespace: str = ""
+    prune_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,7 @@ def _object(doc: yamlio.DocInfo, at: tuple[str | int, ...]) -> _Object | None:
         depends_on=tuple(depends),
         prune_value=prune_value,
         target_namespace=get("spec", "targetNamespace"),
+        prune_line=doc.line(prune_path) if prune_path in doc.lines else line,
     )
 
 

@@ -938,7 +938,7 @@ def test_an_object_a_wave_and_platform_both_apply_is_an_error(example_repo: Path
 @pytest.mark.parametrize(("value", "boolean"), [
     ("yes", False), ("on", False), ("y", False), ('"true"', False), ("'false'", False), ("!!str true", False),
     ("True ", True), ('!!bool "true"', True), ("false", True), ("[false]", False), ("{value: false}", False),
-    ("False", True), ("TRUE", True), ("FALSE", True),
+    ("False", True), ("TRUE", True), ("FALSE", True), ("!!str false", False),
 ])
 def test_prune_values_that_are_not_yaml_1_2_booleans_are_invalid(
         example_repo: Path, kubectl: Kubectl, value: str, boolean: bool) -> None:
@@ -959,11 +959,11 @@ def test_prune_values_that_are_not_yaml_1_2_booleans_are_invalid(
     assert found.severity == "error" and found.path == "clusters/base/platform.yaml"
     assert "the Kustomization CRD rejects it" in found.message
     if value.startswith(("'", '"')):
-        assert f"spec.prune: {value.replace(chr(39), chr(34))}, which is quoted" in found.message
+        assert f"spec.prune: {value.replace(chr(39), chr(34))}, which is written as a string" in found.message
         assert found.fix == f"spec:\n  prune: {value.strip(chr(39) + chr(34))}\n"  # the boolean it spells
 
 
-QUOTED = "which is quoted, so a string in every YAML version"
+QUOTED = "which is written as a string (quoted, or tagged !!str), so a string in every YAML version"
 YAML_1_2 = "which kustomize reads as YAML 1.2, where it is a string"
 AS_WRITTEN = "which kustomize emits as written"
 
@@ -974,6 +974,7 @@ AS_WRITTEN = "which kustomize emits as written"
     ("On", "On", YAML_1_2, "true"), ("NO", "NO", YAML_1_2, "false"),
     ('"false"', '"false"', QUOTED, "false"), ("'TRUE'", '"TRUE"', QUOTED, "true"),  # the boolean it quotes
     ('"no"', '"no"', QUOTED, "true"), ('"Xfalse"', '"Xfalse"', QUOTED, "true"),  # no boolean quoted: as assumed
+    ("!!str false", '"false"', QUOTED, "false"),
     ("fALSE", "fALSE", YAML_1_2, "true"),  # not quoted: no boolean in any YAML, so wave-bot does not guess one
     ("[false]", "a list or mapping", AS_WRITTEN, "true"), ("{value: false}", "a list or mapping", AS_WRITTEN, "true"),
 ])
@@ -982,10 +983,11 @@ def test_an_invalid_prune_says_why_it_is_no_boolean_and_which_boolean_to_write(
     edit(example_repo, "clusters/base/platform.yaml", "  prune: true\n", f"  prune: {value}\n")
     commit(example_repo, "a prune value")
     [found] = [f for f in hazards(example_repo) if f.code == "invalid-prune"]
+    # the line to edit: prune's own (13), not the Kustomization's first (3)
     assert (found.severity, found.path, found.line, found.resource) == (
-        "error", "clusters/base/platform.yaml", 3, "kustomize.toolkit.fluxcd.io/Kustomization flux-system/platform")
+        "error", "clusters/base/platform.yaml", 13, "kustomize.toolkit.fluxcd.io/Kustomization flux-system/platform")
     assert found.message == (
-        f"clusters/base/platform.yaml:3: the Flux Kustomization platform has spec.prune: {shown}, {why}, not a "
+        f"clusters/base/platform.yaml:13: the Flux Kustomization platform has spec.prune: {shown}, {why}, not a "
         "boolean: the Kustomization CRD rejects it and Flux cannot apply this revision of the cluster entrypoints. "
         "wave-bot assumes it prunes")
     assert found.fix == f"spec:\n  prune: {fix}\n"
