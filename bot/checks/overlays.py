@@ -218,7 +218,7 @@ def _appended_fix(tree: Tree, config: Config, path: EvalPath, file: str, header:
                   builds: Builds, rule: DecryptionRule) -> dict[Slot, str]:
     """The regex item, under `header`, for each of `waves` that has decryption once it is appended to
     the patches `file` gives the path (its spec.patches on a Flux-level path): wave -> snippet. An item
-    that would not decrypt a wave (it cannot remove a secretRef) is never offered for it."""
+    that would not decrypt a wave is never offered for it."""
     text = regex_item(config, rule)
     item = yamlio.load(text.encode(), "snippet")[0].value[0]
     value = dict(path.additions.value) if path.additions is not None else {}

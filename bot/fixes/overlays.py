@@ -249,9 +249,14 @@ def _gives_decryption(patch: PatchUse) -> bool:
     return any(isinstance(op, dict) and op.get("op") in ("add", "replace") for op in patch.documents[0])
 
 
-def _decryption(rule: DecryptionRule) -> dict[str, Any]:
+def _decryption(rule: DecryptionRule, merged: bool = False) -> dict[str, Any]:
+    """spec.decryption as the rule wants it. `merged` (a strategic-merge patch, which keeps what it
+    does not name): with a controller-level key, `secretRef: null`, which removes a Secret a wave
+    names instead of leaving the wave pointed at it."""
     secret = rule.secrets[0] if rule.secrets else None
-    return {"provider": SOPS, **({"secretRef": {"name": secret}} if secret is not None else {})}
+    if secret is None:
+        return {"provider": SOPS, **({"secretRef": None} if merged else {})}
+    return {"provider": SOPS, "secretRef": {"name": secret}}
 
 
 def _name_regex(pattern: str) -> str:
@@ -271,11 +276,12 @@ def regex_item(config: Config, rule: DecryptionRule | None = None) -> str:
             "apiVersion": f"{FLUX_GROUP}/v1",
             "kind": "Kustomization",
             "metadata": {"name": config.wave_name.replace("{n}", "all")},  # ignored: the target decides
-            "spec": {"decryption": _decryption(rule)},
+            "spec": {"decryption": _decryption(rule, merged=True)},
         }),
     }
     key = (f"The key is the out-of-band {rule.secrets[0]} Secret." if rule.secrets
-           else "The key is kustomize-controller's own (--sops-age-secret).")
+           else "The key is kustomize-controller's own (--sops-age-secret):\n# the empty `secretRef:` (null) "
+                "drops a Secret a wave names.")
     comment = (
         "# SOPS decryption for every app wave (added by wave-bot). LOAD-BEARING: a wave without it applies\n"
         f"# its *.sops.yaml files still encrypted. {key}\n"
@@ -296,7 +302,7 @@ def _smp_doc(result: Build, config: Config, n: Slot, rule: DecryptionRule) -> di
     obj = wave_objects(result, config, n)[0].original
     metadata = {"name": obj.name, **({"namespace": obj.namespace} if obj.namespace else {})}
     return {"apiVersion": obj.api_version, "kind": obj.kind, "metadata": metadata,
-            "spec": {"decryption": _decryption(rule)}}
+            "spec": {"decryption": _decryption(rule, merged=True)}}
 
 
 def _clone(work: Work, template: PatchUse, result: Build, config: Config, n: Slot) -> list[Edit] | None:

@@ -372,17 +372,23 @@ def test_an_overlay_without_any_decryption_is_offered_one_regex_patch(tmp_path: 
     assert yamlio.load(str(found[0].fix).encode(), "fix")[0].value[0]["target"]["kind"] == "Kustomization"
 
 
-def test_a_fix_that_would_not_decrypt_the_wave_is_never_offered(tmp_path: Path) -> None:
-    """A controller-level key, and wave 2 names a Secret: no patch wave-bot writes removes that
-    secretRef (the regex item only sets the provider), so wave 2 is offered no fix, rather than one
-    that leaves the finding as it is once pasted. Waves 0 and 1 get the one regex item."""
+def test_with_a_controller_level_key_the_fix_drops_a_secret_a_wave_names(tmp_path: Path, kubectl: Kubectl) -> None:
+    """A controller-level key, and wave 2 names a Secret (which Flux would read the key from, not the
+    controller's own): the one regex item sets `secretRef: null`, which the strategic merge turns into
+    no secretRef at all, so once pasted every wave decrypts with the controller's key."""
     root = make(tmp_path, {DEV: HEAD + KNOBS, CFG.wave_cr_path(2): render.wave_cr(2, DECRYPTING_TEMPLATE, CFG)})
     before = findings(root, decryption_secret=None)
     assert [(f.code, f.wave) for f in before] == [("missing-decryption", n) for n in ALL]
     fix = before[0].fix
-    assert fix is not None and "name: apps-wave-[0-9]+" in fix and [f.fix for f in before] == [fix, fix, None]
+    assert fix is not None and "name: apps-wave-[0-9]+" in fix and [f.fix for f in before] == [fix, fix, fix]
     paste(root, fix)
-    assert [(f.code, f.wave) for f in findings(root, decryption_secret=None)] == [("missing-decryption", 2)]
+    assert findings(root, decryption_secret=None) == []
+    real = kubectl(root / "clusters/dev")
+    assert real.returncode == 0, real.stderr
+    waves = {d.value["metadata"]["name"]: d.value["spec"]["decryption"]
+             for d in yamlio.load(real.stdout.encode(), "kubectl output")
+             if d.value and d.value["kind"] == "Kustomization" and d.value["metadata"]["name"].startswith("apps-wave-")}
+    assert waves == {CFG.wave_cr_name(n): {"provider": "sops"} for n in ALL}
 
 
 def test_a_stale_patch_without_target_breaks_the_overlay(tmp_path: Path) -> None:
@@ -981,22 +987,20 @@ def paste_under_spec_patches(root: Path, unit: str, fix: str, open_key: bool = F
         handle.write(("  patches:\n" if open_key else "") + indent(item, 4))
 
 
-def test_the_flux_level_fix_is_offered_only_for_the_waves_it_fixes(tmp_path: Path) -> None:
-    """With a controller-level key, wave 2's secretRef is the problem: the suggested item sets the
-    provider but cannot remove a secretRef, so it is offered for waves 0 and 1 only."""
+def test_the_flux_level_fix_drops_a_secret_a_wave_names_with_a_controller_level_key(tmp_path: Path) -> None:
+    """With a controller-level key, wave 2's secretRef is the problem: the suggested item, under the
+    Flux Kustomization's spec.patches, sets the provider and `secretRef: null`, so it fixes all three."""
     root = make(tmp_path, {CLUSTER_APPS: cluster_apps(""),
                            CFG.wave_cr_path(2): render.wave_cr(2, DECRYPTING_TEMPLATE, CFG)})
     before = findings(root, decryption_secret=None)
     assert [(f.code, f.wave) for f in before] == [("missing-decryption", n) for n in ALL]
     fix = before[0].fix
-    assert fix is not None and [f.fix for f in before] == [fix, fix, None]
+    assert fix is not None and [f.fix for f in before] == [fix, fix, fix]
     # --fix-overlays edits overlays, never a Flux Kustomization: no finding may say it makes this edit
     assert fix_overlays(FsTree(str(root)), Config(decryption_secret=None), ALL) == []
     assert not [f.message for f in before if "--fix-overlays" in f.message]
     paste_under_spec_patches(root, CLUSTER_APPS, fix)
-    (after,) = findings(root, decryption_secret=None)
-    assert (after.code, after.wave) == ("missing-decryption", 2)
-    assert "secretRef.name is 'sops-age', but the key is controller-level" in after.message
+    assert findings(root, decryption_secret=None) == []
 
 
 def flux_k(name: str, spec: str) -> str:
