@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -595,6 +596,10 @@ def test_a_key_repeated_in_a_strategic_merge_patch_is_not_evaluated(patch: str, 
                        "strategic-merge patch; kustomize keeps the first value or fails") as refused:
         build(FsTree(str(tmp_path)), "clusters/o")
     assert refused.value.message.endswith(", so wave-bot does not evaluate it")
+    # and how to write it once, as for any repeated key
+    assert refused.value.hint is not None and re.fullmatch(
+        r'line \d+ gives it "true", line \d+ gives it "false": keep the key once.*|remove one of the two',
+        refused.value.hint), refused.value.hint
     assert refused.value.path is not None and refused.value.path.startswith("clusters/o/kustomization.yaml")
 
 
