@@ -31,10 +31,6 @@ from bot.resid import ResourceId
 from bot.side import Slot
 from bot.yamlio import documents as yamlio
 
-MAX_DISCOVERY_DEPTH = 4
-"""How deep under clusters/ overlays are looked for (clusters/<env>/<region>/... is plenty)."""
-MAX_FLUX_DEPTH = 6
-"""How deep Flux Kustomizations are looked for in the whole repository."""
 # Flux Kustomization spec fields that change what a build gives the waves and that wave-bot does not
 # evaluate (namePrefix/nameSuffix rename the waves' Kustomizations; the v1beta2 patch fields are gone
 # from Flux's v1 API). Other spec fields (targetNamespace, commonMetadata, images, postBuild) act
@@ -88,15 +84,17 @@ def _within(path: str, directory: str) -> bool:
 
 
 def _candidate_dirs(tree: Tree, config: Config) -> list[str]:
-    """Directories under the base's parent (hidden ones, links and the base itself left out)."""
+    """Directories under the base's parent, at any depth: a depth limit would leave a deep overlay
+    unchecked without a word (hidden ones, links, the base, apps and catalog directories left out)."""
+    skip = {config.base_dir, config.apps_dir, config.catalog_dir}
     found, frontier = [], [posixpath.dirname(config.base_dir)]
-    for _ in range(MAX_DISCOVERY_DEPTH):
+    while frontier:
         next_frontier = []
         for directory in frontier:
             prefix = f"{directory}/" if directory else ""
             for entry in tree.entries(directory):
                 path = prefix + entry.name
-                if entry.kind == "dir" and not entry.name.startswith(".") and not _within(path, config.base_dir):
+                if entry.kind == "dir" and not entry.name.startswith(".") and path not in skip:
                     found.append(path)
                     next_frontier.append(path)
         frontier = next_frontier
@@ -170,7 +168,7 @@ def flux_kustomizations(tree: Tree, config: Config) -> list[tuple[str, yamlio.Do
     """(file, document info, value) of every Flux Kustomization in the repository outside the app and
     catalog directories (hidden directories, links and unreadable files left out)."""
     out = []
-    for path in _yaml_files(tree, "", 0, {config.apps_dir, config.catalog_dir}):
+    for path in _yaml_files(tree, {config.apps_dir, config.catalog_dir}):
         try:
             data = tree.read(path)
             if b"kustomize.toolkit.fluxcd.io" not in data:
@@ -186,15 +184,25 @@ def flux_kustomizations(tree: Tree, config: Config) -> list[tuple[str, yamlio.Do
     return out
 
 
-def _yaml_files(tree: Tree, directory: str, depth: int, skip: set[str]) -> list[str]:
-    found = []
-    prefix = f"{directory}/" if directory else ""
-    for entry in tree.entries(directory):
-        path = prefix + entry.name
+def _yaml_files(tree: Tree, skip: set[str]) -> list[str]:
+    """Every YAML file of the repository but kustomization files, at any depth, each directory's
+    entries in order (hidden ones, and `skip`, left out). Walked with a stack of directories, not
+    recursion: a repository's nesting is not bounded by Python's."""
+    found: list[str] = []
+    stack = [iter(tree.entries(""))]
+    prefixes = [""]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            prefixes.pop()
+            continue
+        path = prefixes[-1] + entry.name
         if entry.name.startswith(".") or path in skip:
             continue
-        if entry.kind == "dir" and depth < MAX_FLUX_DEPTH:
-            found += _yaml_files(tree, path, depth + 1, skip)
+        if entry.kind == "dir":
+            stack.append(iter(tree.entries(path)))
+            prefixes.append(path + "/")
         elif entry.kind == "file" and is_yaml_name(entry.name) and not is_kustomization_file(entry.name):
             found.append(path)
     return found

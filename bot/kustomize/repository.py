@@ -41,8 +41,6 @@ on (`directory`: a base, or another overlay), a Component, a patch file, a gener
 (configMapGenerator/secretGenerator files and envs), or kustomize configuration (crds, openapi,
 configurations)."""
 PATCH_FIELDS: tuple[PatchField, ...] = ("patchesStrategicMerge", "patches", "patchesJson6902")
-MAX_DEPTH = 8
-"""How deep the walk for kustomizations goes below its root."""
 
 
 def is_kustomization_file(name: str) -> bool:
@@ -142,7 +140,7 @@ def read_kustomizations(tree: Tree, root: str) -> Kustomizations:
     references: list[Reference] = []
     patches: list[PatchEntry] = []
     unreadable: list[str] = []
-    for directory in _directories(tree, root, 0):
+    for directory in _directories(tree, root):
         try:
             kfile = find_kustomization(tree, directory)
             if kfile is None:
@@ -157,14 +155,16 @@ def read_kustomizations(tree: Tree, root: str) -> Kustomizations:
     return Kustomizations(root, tuple(files), tuple(references), tuple(patches), tuple(unreadable))
 
 
-def _directories(tree: Tree, directory: str, depth: int) -> Iterator[str]:
-    yield directory
-    if depth >= MAX_DEPTH:
-        return
-    prefix = f"{directory}/" if directory else ""
-    for entry in tree.entries(directory):
-        if entry.kind == "dir" and not entry.name.startswith("."):
-            yield from _directories(tree, prefix + entry.name, depth + 1)
+def _directories(tree: Tree, root: str) -> Iterator[str]:
+    """`root` and every directory below it, at any depth (one too deep to see would be a patch file
+    nobody checks), in order, hidden ones left out; a stack, not recursion, however deep they go."""
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        yield directory
+        prefix = f"{directory}/" if directory else ""
+        stack += reversed([prefix + e.name for e in tree.entries(directory)
+                           if e.kind == "dir" and not e.name.startswith(".")])
 
 
 _GENERATOR_KEYS = ("files", "envs", "env")

@@ -579,8 +579,11 @@ def test_discovery_finds_overlays_and_overlays_of_overlays(tmp_path: Path) -> No
         "clusters/dev/flux-system/kustomization.yaml": "resources: [gotk-components.yaml]\n",
         "clusters/unrelated/kustomization.yaml": "resources: ['https://example.com/x.yaml', ../../../elsewhere]\n",
         "clusters/.hidden/kustomization.yaml": "resources: [../base]\n",
+        # as deep as it is: an overlay missed is a cluster whose decryption nobody checks
+        "clusters/a/b/c/d/e/f/g/kustomization.yaml": "resources: [../../../../../../../base]\n",
     })
-    assert discover_overlays(FsTree(str(root)), CFG) == ["clusters/dev", "clusters/eu/prod", "clusters/staging"]
+    assert discover_overlays(FsTree(str(root)), CFG) == [
+        "clusters/a/b/c/d/e/f/g", "clusters/dev", "clusters/eu/prod", "clusters/staging"]
 
 
 def test_configured_overlays_are_used_as_given(tmp_path: Path) -> None:
@@ -1022,7 +1025,7 @@ def test_the_evaluation_paths_of_the_flux_kustomizations(tmp_path: Path) -> None
         # a Kustomization of another group is no Flux object, whatever it mentions
         "clusters/dev/other.yaml": flux_k("other", "  path: ./clusters/base\n  components: [../components/sops]\n")
         .replace("kustomize.toolkit.fluxcd.io/v1", "example.com/v1\n# like kustomize.toolkit.fluxcd.io"),
-        # Flux Kustomizations are looked for six directories deep, no deeper
+        # at any depth: one left unseen would leave what it patches unchecked without a word
         "deep/1/2/3/4/5/ks.yaml": flux_k("deep", "  path: ./clusters/base\n  components: [../components/sops]\n"),
         "deep/1/2/3/4/5/6/ks.yaml": flux_k("deeper", "  path: ./clusters/base\n  components: [../components/sops]\n"),
     })
@@ -1030,6 +1033,7 @@ def test_the_evaluation_paths_of_the_flux_kustomizations(tmp_path: Path) -> None
     assert [(p.file, p.directory, p.line, p.unsupported) for p in paths] == [
         (CLUSTER_APPS, "clusters/base", 2, None),
         ("clusters/dev/renamed.yaml", "clusters/dev", 1, "its spec.namePrefix is not evaluated by wave-bot"),
+        ("deep/1/2/3/4/5/6/ks.yaml", "clusters/base", 1, None),
         ("deep/1/2/3/4/5/ks.yaml", "clusters/base", 1, None),
     ]
 

@@ -244,6 +244,20 @@ def test_from_the_repository_root_every_kustomization_is_read_even_one_kustomize
     assert model.patches_aimed_only_at(FLUX, "Kustomization", "tools") == []
 
 
+def test_kustomizations_are_read_at_any_depth_in_order(tmp_path: Path) -> None:
+    # a patch file of a kustomization too deep to be seen would be a prune: true nobody checks
+    deep = "c/" + "/".join("abcdefghijkl") + "/"
+    write_files(tmp_path, {f"{deep}kustomization.yaml": "patches:\n  - path: p.yaml\n",
+                           f"{deep}p.yaml": flux_kustomization("tools"),
+                           "c/a/kustomization.yaml": "resources: [x.yaml]\n",
+                           "c/b/kustomization.yaml": "resources: []\n",
+                           "c/.hidden/kustomization.yaml": "resources: []\n"})
+    model = read_kustomizations(FsTree(str(tmp_path)), "c")
+    assert [k.path for k in model.files] == ["c/a/kustomization.yaml", f"{deep}kustomization.yaml",
+                                             "c/b/kustomization.yaml"]
+    assert model.roles(f"{deep}p.yaml") == {"patch"}
+
+
 def config_map(name: str) -> str:
     return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
 
