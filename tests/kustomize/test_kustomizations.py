@@ -322,6 +322,19 @@ def test_a_flux_target_namespace_is_the_outermost_one(tmp_path: Path) -> None:
     assert applied_files_in_namespaces(tree, "gen") == [("gen/g.yaml", ""), ("gen/unit/c.yaml", "u")]
 
 
+def test_applied_files_are_only_what_resources_lists(tmp_path: Path, kubectl: Kubectl) -> None:
+    # other fields name files too (a label value here, a components entry): kustomize applies none of them
+    write_files(tmp_path, {**APPLIED_TREE,
+                           "t/Kustomization": "commonLabels: {app: unlisted.yaml}\nnamePrefix: x-\n"
+                                              "resources: [./a.yaml]\n",
+                           "t/empty/kustomization.yaml": "# nothing yet\n"})
+    built = kubectl(tmp_path / "t")
+    assert built.returncode == 0, built.stderr
+    assert re.findall(r"^  name: ([\w-]+)$", built.stdout, re.MULTILINE) == ["x-a"]
+    assert applied_files(FsTree(str(tmp_path)), "t") == ["t/a.yaml"]
+    assert applied_files(FsTree(str(tmp_path)), "t/empty") == []  # kustomize refuses it; it applies nothing
+
+
 def test_applied_files_leave_out_remote_and_outside_references(tmp_path: Path) -> None:
     # kustomize would fetch these or refuse them; they are never files of this repository (and `..`
     # above the root is not a path wave-bot may even ask the work tree about)
