@@ -193,8 +193,10 @@ def _check_group_listing(tree: Tree, path: str, units: Mapping[str, AppFile]) ->
                      "directory may have one), keep only resources here, then run wave-bot again")
     listed: dict[str, list[str]] = {}
     resources = value.get("resources")
+    if isinstance(resources, list) and not all(isinstance(ref, str) for ref in resources):
+        return  # a list or mapping among them: kustomize refuses the file too
     for index, ref in enumerate(resources if isinstance(resources, list) else []):
-        norm = posixpath.normpath(ref) if isinstance(ref, str) and ref else ""
+        norm = posixpath.normpath(ref) if ref else ""
         head, _, rest = norm.partition("/")
         if head in units:
             listed.setdefault(head, []).append(rest)

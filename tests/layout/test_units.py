@@ -586,8 +586,9 @@ def test_a_grouping_kustomization_listing_what_the_waves_will_goes_with_the_spli
     assert [f["path"] for f in out["findings"] if f["code"] == "unplaced-file"] == ["apps/media/namespace.yaml"]
 
 
-@pytest.mark.parametrize("text", ["- ./sonarr\n- ./radarr\n", KUSTOMIZE + "resources: ./sonarr\n"],
-                         ids=["not-a-mapping", "resources-not-a-list"])
+@pytest.mark.parametrize("text", ["- ./sonarr\n- ./radarr\n", KUSTOMIZE + "resources: ./sonarr\n",
+                                  KUSTOMIZE + "resources:\n  - ./sonarr\n  - {path: ./radarr}\n"],
+                         ids=["not-a-mapping", "resources-not-a-list", "a-resource-that-is-a-mapping"])
 def test_a_grouping_kustomization_kustomize_refuses_goes_with_the_split(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, text: str) -> None:
     # The legacy build failed on it too, so nothing Flux applied depends on it.
