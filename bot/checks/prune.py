@@ -17,8 +17,8 @@ def _invalid_prune(k: FluxKustomization) -> Finding:
     quoted = k.prune_value.startswith('"')
     # Unquoted, a YAML 1.1 boolean word means what its writer meant: `off` is false, and a fix turning
     # it into `prune: true` would switch garbage collection on for them.
-    meant = YAML_1_1_BOOLEANS.get(k.prune_value)
-    spelled = k.prune_value.strip('"').lower() if quoted else "" if meant is None else str(meant).lower()
+    # Any other value spells no boolean: `true`, what wave-bot assumed it means.
+    false = k.prune_value.strip('"').lower() == "false" if quoted else YAML_1_1_BOOLEANS.get(k.prune_value) is False
     why = ("which is written as a string (quoted, or tagged !!str), so a string in every YAML version" if quoted else
            "which kustomize emits as written" if k.prune_value == NOT_A_SCALAR else
            "which kustomize reads as YAML 1.2, where it is a string")
@@ -29,7 +29,7 @@ def _invalid_prune(k: FluxKustomization) -> Finding:
                 "not a boolean: the Kustomization CRD rejects it and Flux cannot apply this revision of the cluster "
                 "entrypoints. wave-bot assumes it prunes",
         path=k.path, line=k.prune_line, resource=str(k.id),
-        fix=f"spec:\n  prune: {spelled if spelled in ('true', 'false') else 'true'}\n",
+        fix=f"spec:\n  prune: {'false' if false else 'true'}\n",
     )
 
 

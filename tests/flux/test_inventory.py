@@ -81,7 +81,7 @@ def test_flux_kustomizations_under_the_clusters_directory(example_repo: Path) ->
                                      "apps-wave-0")] == FluxKustomization(
         ResourceId("kustomize.toolkit.fluxcd.io", "Kustomization", "flux-system", "apps-wave-0"),
         "clusters/base/apps-wave-0.yaml", 3, prune=True, source_path="./apps/wave-0",
-        depends_on=("platform-config",),
+        depends_on=("platform-config",), prune_line=15,
     )
 
 
