@@ -66,9 +66,12 @@ def hazard_findings(base: Inventory, now: Inventory, config: Config) -> list[Fin
     return sorted(findings, key=lambda f: (f.sort_key(), f.line or 0))
 
 
-def _wave_prunes(ob: Ownership, on: Ownership, config: Config, wave: Slot) -> bool:
-    """Whether wave `wave`'s Flux Kustomization may garbage-collect what leaves it (either spec)."""
-    return may_prune(ob, on, ob.wave_owner.get(wave, on.wave_owner.get(wave, config.wave_cr_name(wave))))
+def _wave_prunes(ob: Ownership, on: Ownership, wave: Slot) -> bool:
+    """Whether the Flux Kustomization that applied wave `wave` at base may garbage-collect what leaves
+    it (with either spec). When none in view applied its directory there, one wave-bot cannot see
+    did, which is taken as pruning: not one that merely bears the wave's name, or applies it now."""
+    owner = ob.wave_owner.get(wave)
+    return owner is None or may_prune(ob, on, owner)
 
 
 def work_tree_move_findings(here: Inventory, now: Inventory, config: Config) -> list[Finding]:
@@ -142,7 +145,7 @@ def move_findings(base: Inventory, now: Inventory, config: Config, ob: Ownership
         old, new = base_found[0], now_found[0]  # by_id lists definitions by wave first
         if ready_before(new.wave, old.wave):
             findings.append(_earlier(rid, old, new, config))
-        elif _wave_prunes(ob, on, config, old.wave):
+        elif _wave_prunes(ob, on, old.wave):
             protected = all(r.prune_disabled for r in base_found)
             findings.append(_later(rid, old, new, protected, config, old.path in sealed))
     return findings
@@ -378,7 +381,7 @@ def gone_findings(base: Inventory, now: Inventory, config: Config, ob: Ownership
         if rid in now.by_id or _elsewhere(rid, ob, on):
             continue
         old = base_found[0]
-        protected = all(r.prune_disabled for r in base_found) or not _wave_prunes(ob, on, config, old.wave)
+        protected = all(r.prune_disabled for r in base_found) or not _wave_prunes(ob, on, old.wave)
         kept = places.get(_place(old.path, config))
         if kept:
             findings.append(_dropped(rid, old, kept[0], now, protected, config))

@@ -818,6 +818,24 @@ def test_a_wave_unseen_at_base_is_taken_as_pruning_whatever_its_new_spec_says(ex
     assert (pvc.code, pvc.severity) == ("later-wave-move", "error")
 
 
+def test_a_kustomization_that_only_bears_the_waves_name_does_not_stand_for_it(example_repo: Path) -> None:
+    # apps-wave-0 in view applies another directory, without pruning; what applies apps/wave-0 is not
+    # in view, and may prune: moving the PVC out of wave 0 is an error all the same.
+    hide_wave_kustomizations(example_repo)
+    named = LEGACY_APPS.replace("name: apps\n", "name: apps-wave-0\n").replace("path: ./apps\n", "path: ./platform\n")
+    write_files(example_repo, {"clusters/base/apps-wave-0.yaml": named + "  prune: false\n"})
+    edit(example_repo, "clusters/base/kustomization.yaml", "  # gone", "  - apps-wave-0.yaml")
+    commit(example_repo, "a Kustomization named like wave 0, applying something else")
+    add_dependency(example_repo, "gitea", "gitea-db")
+    regenerate(example_repo)
+    git(example_repo, "checkout", "-q", "HEAD", "--", "clusters")  # what is in view stays as it is
+    git(example_repo, "clean", "-qfd", "clusters")
+    assert (example_repo / "apps/wave-1/gitea.yaml").is_file()
+    commit(example_repo, "gitea moves to wave 1")
+    pvc = of(hazards(example_repo), PVC)
+    assert (pvc.code, pvc.severity) == ("later-wave-move", "error")
+
+
 @pytest.mark.parametrize("protected", [False, True])
 def test_a_move_into_a_wave_wave_bot_cannot_see_races(example_repo: Path, protected: bool) -> None:
     # Nothing orders platform and the unseen apps-wave-0: platform may prune it before wave 0 adopts it.
