@@ -220,23 +220,29 @@ def test_a_release_line_wave_bot_cannot_edit_alone_is_an_input_error_naming_it(
     assert git(flat_repo, "status", "--porcelain") == ""
 
 
-def test_a_legacy_kustomization_an_overlay_patch_makes_prune_is_an_input_error_not_an_empty_step_1(
-    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("released", "patched", "key", "value", "sets"), [
+    ("  prune: false\n", "  prune: true\n", "prune", "false", "prune: true"),
+    ("  prune: true\n  deletionPolicy: Orphan\n", "  deletionPolicy: Delete\n", "deletionPolicy", "Orphan",
+     "its deletionPolicy"),
+], ids=["prune", "deletionPolicy"])
+def test_a_legacy_kustomization_an_overlay_patch_makes_delete_is_an_input_error_not_an_empty_step_1(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], released: str, patched: str, key: str, value: str, sets: str
 ) -> None:
-    # apps.yaml says prune: false, prod's patch file says prune: true: prod deletes everything on
+    # apps.yaml releases it, prod's patch file makes it delete again: prod deletes everything on
     # removal, and no edit of apps.yaml changes that.
     apps = flat_repo / "clusters/base/apps.yaml"
-    apps.write_text(apps.read_text().replace("  prune: true\n", "  prune: false\n"))
+    apps.write_text(apps.read_text().replace("  prune: true\n", released))
     patch = flat_repo / "clusters/prod/patches/apps-sops.yaml"
-    patch.write_text(patch.read_text().replace("spec:\n", "spec:\n  prune: true\n", 1))
-    git(flat_repo, "commit", "-q", "-am", "prod prunes apps")
-    line = apps.read_text().splitlines().index("  prune: false") + 1
+    patch.write_text(patch.read_text().replace("spec:\n", "spec:\n" + patched, 1))
+    git(flat_repo, "commit", "-q", "-am", "prod deletes apps' objects on removal")
+    line = apps.read_text().splitlines().index(f"  {key}: {value}") + 1
     capsys.readouterr()
     assert main(["apply", str(flat_repo), "--base", "HEAD"]) == 2
     err = capsys.readouterr().err
-    assert (f"clusters/base/apps.yaml:{line}: spec.prune is already false here, yet apps deletes what it owns on "
-            "removal: an overlay's patch sets prune: true on it, which step 1 cannot release by editing this file\n"
-            "  hint: set spec.prune: false in that patch (or drop spec.prune from it), then run wave-bot again") in err
+    assert (f"clusters/base/apps.yaml:{line}: spec.{key} is already {value} here, yet apps deletes what it owns on "
+            f"removal: an overlay's patch sets {sets} on it, which step 1 cannot release by editing this file\n"
+            f"  hint: set spec.{key}: {value} in that patch (or drop spec.{key} from it), then run wave-bot "
+            "again") in err
     assert git(flat_repo, "status", "--porcelain") == ""
 
 

@@ -518,13 +518,20 @@ def test_the_cutover_replaces_the_grouping_folders_kustomizations(
       "(what its own kustomization.yaml lists); the cutover replaces this file",
       "  hint: make apps/media/radarr/kustomization.yaml list exactly what this file applies of radarr/ (what it "
       "lists now, app/pvc.yaml) and list only ./radarr here, then run wave-bot again"]),
+    # only a file of it, not the directory: what its own kustomization lists now is not to be kept
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr/app/pvc.yaml\n"},
+     ["apps/media/kustomization.yaml:3: lists app/pvc.yaml of radarr/, and its wave will list radarr (what its own "
+      "kustomization.yaml lists)",
+      "  hint: make apps/media/radarr/kustomization.yaml list exactly what this file applies of radarr/ "
+      "(app/pvc.yaml) and list only ./radarr here, then run wave-bot again"]),
     # a folder's file listed from one level further down is no file of the folder itself
     ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n  - ./x/namespace.yaml\n",
       "apps/media/x/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: media\n"},
      ["apps/media/kustomization.yaml:6: lists ./x/namespace.yaml, which is in no unit of apps/media/"]),
     ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources: [./sonarr, ./radarr\n"},
      ["apps/media/kustomization.yaml:4: invalid YAML"]),
-], ids=["namespace", "part-of-a-unit", "outside", "part-of-a-unit-with-its-own", "below-the-folder", "invalid-yaml"])
+], ids=["namespace", "part-of-a-unit", "outside", "part-of-a-unit-with-its-own", "only-a-file-of-a-unit-with-its-own",
+        "below-the-folder", "invalid-yaml"])
 def test_a_grouping_kustomization_the_split_would_change_is_an_input_error(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], files: dict[str, str],
         expected: list[str]) -> None:
