@@ -59,13 +59,12 @@ def removable_waves(base: Inventory, now: Inventory, deepest: int | None) -> tup
     wave below one that stays would break the dependsOn chain, so the first wave that must stay
     stops the walk.
     """
-    floor = -1 if deepest is None else deepest
     base_counts, now_counts = base.counts(), now.counts()
-    candidates = sorted({n for n in {*base_counts, *now_counts} if not isinstance(n, Side)} - set(range(floor + 1)),
-                        reverse=True)
+    candidates = sorted((n for n in {*base_counts, *now_counts}
+                         if not isinstance(n, Side) and (deepest is None or n > deepest)), reverse=True)
     removable = []
     for wave in candidates:
-        if base_counts.get(wave, 0) or now_counts.get(wave, 0):
+        if base_counts.get(wave) or now_counts.get(wave):
             break
         removable.append(wave)
     return tuple(sorted(removable))
