@@ -16,6 +16,7 @@ from bot.checks.removal import (
     kustomization_references,
     removable_sides,
     removal_changes,
+    unused_patch_files,
     wave_deletes,
     wave_files,
     wave_removable_finding,
@@ -277,9 +278,8 @@ def _retire(
     changes.append(Change("delete", legacy.path))
     # The apps directory's own kustomization, under whichever name kustomize accepts there.
     own = find_kustomization(tree, config.apps_dir)
-    for path in sorted({r.file for r in refs if r.file} | ({own} if own else set())):
-        if tree.kind(path) == "file" and (
-                path == own or lifecycle.only_patches_for(tree.read(path), path, legacy.name)):
+    for path in sorted({*unused_patch_files(tree, config, refs), *([own] if own else [])}):
+        if tree.kind(path) == "file":
             changes.append(Change("delete", path))
     return changes
 

@@ -135,20 +135,6 @@ def wave_entries(
     return data
 
 
-def only_patches_for(data: bytes, path: str, name: str) -> bool:
-    """Whether every document of the patch file `data` patches the Flux Kustomization `name` (so the
-    file exists for it alone); an unreadable file is not."""
-    try:
-        docs = yamlio.load(data, path)
-    except WaveBotError:
-        return False
-    return bool(docs) and all(
-        isinstance(d.value, dict) and d.value.get("kind") == "Kustomization"
-        and isinstance(d.value.get("metadata"), dict) and d.value["metadata"].get("name") == name
-        for d in docs
-    )
-
-
 _LISTING_KEYS = ("apiVersion", "kind", "resources")
 
 
@@ -304,7 +290,7 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 
 __all__ = [
-    "Cutover", "cutover", "group_kustomizations", "legacy_kustomization", "only_patches_for", "release_change",
+    "Cutover", "cutover", "group_kustomizations", "legacy_kustomization", "release_change",
     "stateful_objects",
     "step_1_finding", "step_2_finding", "wave_entries",
 ]

@@ -223,16 +223,25 @@ def _kustomization_references(tree: Tree, config: Config, model: Kustomizations,
         use = entry.use
         if use.file not in used:
             continue
-        file = ""
         if use.target is not None:
             what = f"patch targeting {cr}"
         elif use.path is not None:
-            what, file = f"patch file {posixpath.relpath(use.path, posixpath.dirname(use.file))}", use.path
+            what = f"patch file {posixpath.relpath(use.path, posixpath.dirname(use.file))}"
         else:
             what = f"inline patch for {cr}"
         found.append(FluxReference(use.file, use.line, what, use.field, use.index, _line_text(tree, use.file, use.line),
-                               file))
+                                   use.path or ""))
     return found
+
+
+def unused_patch_files(tree: Tree, config: Config, refs: Sequence[FluxReference]) -> list[str]:
+    """The patch files of `refs` that no entry but those names (so removing the entries leaves them
+    unused): any kustomization entry elsewhere that names one, aimed at anything, keeps it."""
+    model = read_kustomizations(tree, clusters_dir(config))
+    removed = {(r.path, r.key, r.index) for r in refs}
+    files = {r.file for r in refs if r.file}
+    return sorted(f for f in files if all((u.kustomization, u.key, u.index) in removed
+                                          for u in model.references if u.path == f))
 
 
 def _overlay_kustomizations(tree: Tree, config: Config, model: Kustomizations) -> set[str]:
@@ -324,6 +333,7 @@ def wave_deletes(tree: Tree, waves: tuple[Slot, ...], config: Config) -> list[Ch
 
 __all__ = [
     "FluxReference", "ListItem", "kustomization_references", "removable_sides", "removable_waves", "removal_changes",
+    "unused_patch_files",
     "wave_deletes", "wave_emptied_findings", "wave_files", "wave_references", "wave_removable_finding",
     "wave_removed_finding", "waves_references", "waves_to_remove",
 ]

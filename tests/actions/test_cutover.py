@@ -246,6 +246,30 @@ def test_a_legacy_kustomization_an_overlay_patch_makes_delete_is_an_input_error_
     assert git(flat_repo, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["only-for-apps", "also-used-elsewhere"])
+def test_step_2_deletes_a_patch_file_only_the_legacy_kustomization_used_however_it_is_aimed(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, shared: bool
+) -> None:
+    # prod aims its decryption file at apps with a target: unlisted once its entry goes, it goes too,
+    # unless another entry names it (here one aimed at the platform Kustomization).
+    entry = "  - path: patches/apps-sops.yaml\n"
+    aimed = entry + "    target: {kind: Kustomization, name: apps}\n"
+    if shared:
+        aimed += entry + "    target: {kind: Kustomization, name: platform}\n"
+    prod = flat_repo / "clusters/prod/kustomization.yaml"
+    prod.write_text(prod.read_text().replace(entry, aimed))
+    overlays_build(flat_repo, kubectl)
+    git(flat_repo, "commit", "-q", "-am", "prod aims its patch file at apps")
+    run(flat_repo, capsys, "apply", "--base", "HEAD")
+    git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and by_code(out, "cutover-step-2")
+    deleted = [c["path"] for c in out["changes"] if c["action"] == "delete"]
+    assert ("clusters/prod/patches/apps-sops.yaml" in deleted) is not shared
+    assert (flat_repo / "clusters/prod/patches/apps-sops.yaml").exists() is shared
+    overlays_build(flat_repo, kubectl)  # both still build: nothing names a file that is gone
+
+
 @pytest.mark.parametrize("policy", ["Orphan", "MirrorPrune"])
 def test_a_legacy_kustomization_released_by_its_deletion_policy_goes_straight_to_step_2(
     flat_repo: Path, capsys: pytest.CaptureFixture[str], policy: str
