@@ -260,6 +260,12 @@ AGREE: dict[str, dict[str, str]] = {
         "clusters/o/kustomization.yaml": overlay("namespace: apps\n", resources="[../base, ns.yaml]"),
         "clusters/o/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
     },
+    "commonAnnotations add to the annotations an object has": {
+        "clusters/o/kustomization.yaml": overlay("commonAnnotations: {team: apps}\ncommonLabels: {env: o}\n",
+                                                 resources="[../base, cm.yaml]"),
+        "clusters/o/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: annotated\n"
+                              "  annotations: {owner: me, team: db}\n  labels: {tier: data}\ndata: {}\n",
+    },
     "a kustomization ending in an empty document": {
         "clusters/o/kustomization.yaml": overlay("commonLabels: {env: o}\n") + "---\n",
     },
@@ -505,7 +511,7 @@ REFUSED: dict[str, tuple[dict[str, str], str]] = {
         "clusters/o: kustomizations include each other in a cycle: clusters/o -> clusters/p -> clusters/o"),
     "a labels entry that is not a mapping": (
         {"clusters/o/kustomization.yaml": overlay("labels:\n  - pairs: {a: b}\n  - team\n")},
-        "clusters/o/kustomization.yaml:4: labels[1] must be a mapping"),
+        "clusters/o/kustomization.yaml:4: labels[1] must be a mapping (pairs, includeSelectors, ...)"),
     "labels pairs that are not a mapping": (
         {"clusters/o/kustomization.yaml": overlay("labels:\n  - pairs: [team]\n")},
         "clusters/o/kustomization.yaml:3: labels[0].pairs must be a mapping of labels"),
