@@ -199,7 +199,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         writes = [c for c in writes if c.path not in gone]
         findings += [wave_removed_finding(before, n, config, references.get(n, ()), removed=fix_overlays)
                      for n in removed]
-        findings += [wave_removable_finding(before, n, config, refs)
+        findings += [wave_removable_finding(before, n, config, refs, fix_overlays)
                      for n, refs in references.items() if n not in removed]
         findings += cascade.with_cascades(hazards.hazard_findings(before, now, config), base, before, config)
         findings += stepping.removable(tree, base, files, config)  # the annotation of a held move, once moved

@@ -127,8 +127,10 @@ def wave_removed_finding(
     )
 
 
-def wave_removable_finding(base: Inventory, wave: Slot, config: Config, references: Sequence[FluxReference]) -> Finding:
-    """`wave-removable`: the wave could go, but lines outside its files refer to it (no --fix-overlays).
+def wave_removable_finding(base: Inventory, wave: Slot, config: Config, references: Sequence[FluxReference],
+                           fix_overlays: bool = False) -> Finding:
+    """`wave-removable`: the wave could go, but lines outside its files refer to it, and this apply
+    does not delete them (no --fix-overlays, or lines it cannot edit).
 
     Deleting only the wave's files would leave those lines pointing at nothing and break the
     overlays, so wave-bot keeps the wave; deleting the lines is the step, the next apply deletes it.
@@ -136,9 +138,13 @@ def wave_removable_finding(base: Inventory, wave: Slot, config: Config, referenc
     cr = config.wave_cr_name(wave)
     refs = sorted(references)
     quoted = "; ".join(f"{r.path}:{r.line} `{r.text.strip()}` ({r.what})" for r in refs)
-    how = ("Delete those items (wave-bot does not edit a Flux Kustomization's own spec.patches, so "
-           "`--fix-overlays` leaves the wave in place)" if any(not r.key for r in refs) else
-           "Delete those items (or run `wave-bot apply --fix-overlays`)")
+    if any(not r.key for r in refs):
+        how = ("Delete those items (wave-bot does not edit a Flux Kustomization's own spec.patches, so "
+               "`--fix-overlays` leaves the wave in place)")
+    elif fix_overlays:  # it ran, and could not remove them: the advice to run it again would loop
+        how = "Delete those items by hand (`--fix-overlays` removes no item of a flow-style list, `[a, b]`)"
+    else:
+        how = "Delete those items (or run `wave-bot apply --fix-overlays`)"
     return Finding(
         code="wave-removable",
         severity="info",
