@@ -278,7 +278,7 @@ def _retire(
     changes.append(Change("delete", legacy.path))
     # The apps directory's own kustomization, under whichever name kustomize accepts there.
     own = find_kustomization(tree, config.apps_dir)
-    for path in sorted({*unused_patch_files(tree, config, refs), *([own] if own else [])}):
+    for path in sorted({*unused_patch_files(tree, refs), *([own] if own else [])}):
         if tree.kind(path) == "file":
             changes.append(Change("delete", path))
     return changes

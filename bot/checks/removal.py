@@ -240,10 +240,11 @@ def _kustomization_references(tree: Tree, config: Config, model: Kustomizations,
     return found
 
 
-def unused_patch_files(tree: Tree, config: Config, refs: Sequence[FluxReference]) -> list[str]:
+def unused_patch_files(tree: Tree, refs: Sequence[FluxReference]) -> list[str]:
     """The patch files of `refs` that no entry but those names (so removing the entries leaves them
-    unused): any kustomization entry elsewhere that names one, aimed at anything, keeps it."""
-    model = read_kustomizations(tree, clusters_dir(config))
+    unused): any kustomization entry elsewhere that names one, aimed at anything, keeps it. Read from
+    the repository root: kustomize-controller lets a kustomization anywhere name a file anywhere."""
+    model = read_kustomizations(tree, "")
     removed = {(r.path, r.key, r.index) for r in refs}
     files = {r.file for r in refs if r.file}
     return sorted(f for f in files if all((u.kustomization, u.key, u.index) in removed

@@ -20,7 +20,7 @@ from test_action import Scenario
 
 from bot.cli import main
 
-from conftest import EXAMPLE, PROJECT, Kubectl, git, installed_tool
+from conftest import EXAMPLE, PROJECT, Kubectl, git, installed_tool, write_files
 from support.actionkit import BRANCH
 from support.fakes import SERVERS
 
@@ -246,7 +246,8 @@ def test_a_legacy_kustomization_an_overlay_patch_makes_delete_is_an_input_error_
     assert git(flat_repo, "status", "--porcelain") == ""
 
 
-@pytest.mark.parametrize("shared", [False, True], ids=["only-for-apps", "also-used-elsewhere"])
+@pytest.mark.parametrize("shared", [False, True, "outside-clusters"],
+                         ids=["only-for-apps", "also-used-elsewhere", "also-used-outside-clusters"])
 def test_step_2_deletes_a_patch_file_only_the_legacy_kustomization_used_however_it_is_aimed(
     flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, shared: bool
 ) -> None:
@@ -254,8 +255,12 @@ def test_step_2_deletes_a_patch_file_only_the_legacy_kustomization_used_however_
     # unless another entry names it (here one aimed at the platform Kustomization).
     entry = "  - path: patches/apps-sops.yaml\n"
     aimed = entry + "    target: {kind: Kustomization, name: apps}\n"
-    if shared:
+    if shared is True:
         aimed += entry + "    target: {kind: Kustomization, name: platform}\n"
+    elif shared:  # a kustomization outside clusters/ (not an overlay's) names it too
+        write_files(flat_repo, {"tools/kustomization.yaml": "resources: [../clusters/base]\npatches:\n"
+                                "  - path: ../clusters/prod/patches/apps-sops.yaml\n"
+                                "    target: {kind: Kustomization, name: platform}\n"})
     prod = flat_repo / "clusters/prod/kustomization.yaml"
     prod.write_text(prod.read_text().replace(entry, aimed))
     overlays_build(flat_repo, kubectl)
@@ -265,9 +270,13 @@ def test_step_2_deletes_a_patch_file_only_the_legacy_kustomization_used_however_
     code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
     assert code == 0 and by_code(out, "cutover-step-2")
     deleted = [c["path"] for c in out["changes"] if c["action"] == "delete"]
-    assert ("clusters/prod/patches/apps-sops.yaml" in deleted) is not shared
-    assert (flat_repo / "clusters/prod/patches/apps-sops.yaml").exists() is shared
+    assert ("clusters/prod/patches/apps-sops.yaml" in deleted) is not bool(shared)
+    assert (flat_repo / "clusters/prod/patches/apps-sops.yaml").exists() is bool(shared)
     overlays_build(flat_repo, kubectl)  # both still build: nothing names a file that is gone
+    if shared == "outside-clusters":  # as kustomize-controller builds it: any file of the source
+        outside = subprocess.run([installed_tool("kubectl"), "kustomize", "--load-restrictor", "LoadRestrictionsNone",
+                                  str(flat_repo / "tools")], capture_output=True, text=True)
+        assert outside.returncode == 0, outside.stderr
 
 
 @pytest.mark.parametrize("policy", ["Orphan", "MirrorPrune"])

@@ -9,7 +9,7 @@ import pytest
 
 from bot.cli import main
 
-from conftest import Kubectl, cluster_apps, git, service, snapshot
+from conftest import Kubectl, cluster_apps, git, service, snapshot, write_files
 
 
 def run(repo: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
@@ -95,6 +95,20 @@ def test_the_patch_files_a_removed_wave_leaves_unused_are_named_for_the_user_to_
         "used; wave-bot did not write them, so delete them yourself")
     assert "apps-wave-2" not in prod.read_text() and timeout.exists()
     builds(example_repo, kubectl)
+
+
+def test_a_wave_that_holds_a_manifest_again_is_kept(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Empty at base, but the change puts a manifest of no service in it: deleting the wave would
+    # leave that file in a directory nothing applies.
+    empty_wave_2(example_repo, capsys)
+    write_files(example_repo, {"apps/wave-2/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                                                         "  name: extra\n  namespace: default\n"})
+    code, out = run(example_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and "wave-removed" not in codes(out)
+    assert (example_repo / "clusters/base/apps-wave-2.yaml").exists()
+    assert "extra.yaml" in (example_repo / "apps/wave-2/kustomization.yaml").read_text()
 
 
 def test_without_fix_overlays_the_wave_stays_until_its_lines_are_deleted(
