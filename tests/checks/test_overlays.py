@@ -1038,6 +1038,30 @@ def test_the_evaluation_paths_of_the_flux_kustomizations(tmp_path: Path) -> None
     ]
 
 
+def test_flux_kustomizations_are_not_looked_for_where_nothing_defines_one(tmp_path: Path) -> None:
+    # A hidden directory (.archive/), the apps and catalog directories (a child's ks.yaml is the app
+    # tier's object, not an entrypoint), a file that is not YAML (ks.yaml.bak) and a kustomization file
+    # hold no Flux Kustomization that builds the base or an overlay.
+    spec = "  path: ./clusters/base\n  components: [../components/sops]\n"
+    root = make(tmp_path, {COMPONENT: component((0, 1))[COMPONENT], "clusters/dev/ks.yaml": flux_k("seen", spec),
+                           **{f"{d}/ks.yaml": flux_k(d.replace("/", "-").strip("."), spec)
+                              for d in (".archive", "apps/tools", "catalog/tools")},
+                           "old/ks.yaml.bak": flux_k("bak", spec)})
+    paths = [p.file for p in evaluation_paths(FsTree(str(root)), CFG) if p.file is not None]
+    assert paths == ["clusters/dev/ks.yaml"]
+
+
+def test_overlays_are_found_beside_a_base_at_the_top_level(tmp_path: Path) -> None:
+    # base_dir: base puts the overlays beside it at the repository's top level
+    config = Config(base_dir="base")
+    root = make(tmp_path, {"base/kustomization.yaml": "resources: [apps-wave-0.yaml]\n",
+                           "base/apps-wave-0.yaml": render.wave_cr(0, render.DEFAULT_TEMPLATE, config),
+                           "dev/kustomization.yaml": "resources: [../base]\n",
+                           "eu/prod/kustomization.yaml": "resources: [../../base]\n",
+                           ".hidden/kustomization.yaml": "resources: [../base]\n"})
+    assert discover_overlays(FsTree(str(root)), config) == ["dev", "eu/prod"]
+
+
 # ---- the Flux-level fix, pasted as a user pastes it --------------------------------------------------
 
 OWN_PATCHES = """    - target:
