@@ -12,7 +12,7 @@ kind, so large repositories pay little.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from bot.config import Config
 from bot.errors import WaveBotError
 from bot.model import Finding
 from bot.naming import is_yaml_name
-from bot.repo.tree import Tree
+from bot.repo.tree import Tree, walk
 from bot.side import Slot
 from bot.yamlio import documents as yamlio
 
@@ -51,18 +51,6 @@ def _normal(path: str) -> str:
     return "" if norm in (".", "/") else norm.lstrip("/")
 
 
-def _files(tree: Tree, directory: str, skip: set[str]) -> Iterator[str]:
-    prefix = f"{directory}/" if directory else ""
-    for entry in tree.entries(directory):
-        path = prefix + entry.name
-        if entry.name.startswith(".") or path in skip:
-            continue
-        if entry.kind == "dir":
-            yield from _files(tree, path, skip)
-        elif entry.kind == "file" and is_yaml_name(entry.name):
-            yield path
-
-
 def _mapping(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -70,7 +58,9 @@ def _mapping(value: object) -> dict[str, Any]:
 def automations(tree: Tree, config: Config) -> list[Automation]:
     """Every ImageUpdateAutomation in `tree`; unreadable YAML is skipped (other checks report it)."""
     found = []
-    for path in _files(tree, "", {config.apps_dir, config.catalog_dir}):
+    for path, entry in walk(tree, "", {config.apps_dir, config.catalog_dir}):
+        if entry.kind != "file" or not is_yaml_name(entry.name):
+            continue
         data = tree.read(path)
         if KIND.encode() not in data:
             continue

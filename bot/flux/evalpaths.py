@@ -26,7 +26,7 @@ from bot.kustomize.files import Additions, Kustomization, find_kustomization, re
 from bot.kustomize.repository import Builds, is_kustomization_file
 from bot.kustomize.spec import BuildError, Unsupported
 from bot.naming import is_yaml_name
-from bot.repo.tree import Tree
+from bot.repo.tree import Tree, walk
 from bot.resid import ResourceId
 from bot.side import Slot
 from bot.yamlio import documents as yamlio
@@ -87,18 +87,7 @@ def _candidate_dirs(tree: Tree, config: Config) -> list[str]:
     """Directories under the base's parent, at any depth: a depth limit would leave a deep overlay
     unchecked without a word (hidden ones, links, the base, apps and catalog directories left out)."""
     skip = {config.base_dir, config.apps_dir, config.catalog_dir}
-    found, frontier = [], [posixpath.dirname(config.base_dir)]
-    while frontier:
-        next_frontier = []
-        for directory in frontier:
-            prefix = f"{directory}/" if directory else ""
-            for entry in tree.entries(directory):
-                path = prefix + entry.name
-                if entry.kind == "dir" and not entry.name.startswith(".") and path not in skip:
-                    found.append(path)
-                    next_frontier.append(path)
-        frontier = next_frontier
-    return found
+    return [path for path, entry in walk(tree, posixpath.dirname(config.base_dir), skip) if entry.kind == "dir"]
 
 
 def _references(tree: Tree, directory: str) -> set[str] | None:
@@ -185,27 +174,9 @@ def flux_kustomizations(tree: Tree, config: Config) -> list[tuple[str, yamlio.Do
 
 
 def _yaml_files(tree: Tree, skip: set[str]) -> list[str]:
-    """Every YAML file of the repository but kustomization files, at any depth, each directory's
-    entries in order (hidden ones, and `skip`, left out). Walked with a stack of directories, not
-    recursion: a repository's nesting is not bounded by Python's."""
-    found: list[str] = []
-    stack = [iter(tree.entries(""))]
-    prefixes = [""]
-    while stack:
-        entry = next(stack[-1], None)
-        if entry is None:
-            stack.pop()
-            prefixes.pop()
-            continue
-        path = prefixes[-1] + entry.name
-        if entry.name.startswith(".") or path in skip:
-            continue
-        if entry.kind == "dir":
-            stack.append(iter(tree.entries(path)))
-            prefixes.append(path + "/")
-        elif entry.kind == "file" and is_yaml_name(entry.name) and not is_kustomization_file(entry.name):
-            found.append(path)
-    return found
+    """Every YAML file of the repository but kustomization files, at any depth (see `walk`)."""
+    return [path for path, entry in walk(tree, "", skip)
+            if entry.kind == "file" and is_yaml_name(entry.name) and not is_kustomization_file(entry.name)]
 
 
 # ---- the base: where it lists each wave -----------------------------------------------------------

@@ -31,7 +31,7 @@ from bot.kustomize.files import (
 )
 from bot.kustomize.spec import KUSTOMIZATION_FILES, Unsupported
 from bot.naming import is_yaml_name
-from bot.repo.tree import Tree
+from bot.repo.tree import Tree, walk
 from bot.resid import ResourceId
 from bot.yamlio import documents as yamlio
 
@@ -157,14 +157,9 @@ def read_kustomizations(tree: Tree, root: str) -> Kustomizations:
 
 def _directories(tree: Tree, root: str) -> Iterator[str]:
     """`root` and every directory below it, at any depth (one too deep to see would be a patch file
-    nobody checks), in order, hidden ones left out; a stack, not recursion, however deep they go."""
-    stack = [root]
-    while stack:
-        directory = stack.pop()
-        yield directory
-        prefix = f"{directory}/" if directory else ""
-        stack += reversed([prefix + e.name for e in tree.entries(directory)
-                           if e.kind == "dir" and not e.name.startswith(".")])
+    nobody checks), in order, hidden ones left out."""
+    yield root
+    yield from (path for path, entry in walk(tree, root) if entry.kind == "dir")
 
 
 _GENERATOR_KEYS = ("files", "envs", "env")

@@ -7,7 +7,7 @@ is how the checks look at the layout as it will be after `apply`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -61,6 +61,25 @@ def refuse_link(path: str) -> WaveBotError:
         path=path,
         hint="replace the link with the file itself",
     )
+
+
+def walk(tree: Tree, root: str, skip: Collection[str] = ()) -> Iterator[tuple[str, Entry]]:
+    """Every entry below `root` as (path, entry), depth first in each directory's order. Hidden names
+    (`.git`, `.archive`) and the paths in `skip` are left out and not entered; a link is yielded,
+    never followed. A stack, not recursion: a repository's nesting is not bounded by Python's."""
+    stack = [(f"{root}/" if root else "", iter(tree.entries(root)))]
+    while stack:
+        prefix, entries = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        path = prefix + entry.name
+        if entry.name.startswith(".") or path in skip:
+            continue
+        yield path, entry
+        if entry.kind == "dir":
+            stack.append((f"{path}/", iter(tree.entries(path))))
 
 
 def split(path: str) -> tuple[str, str]:

@@ -7,7 +7,7 @@ import pytest
 
 from bot.errors import WaveBotError
 from bot.model import Change
-from bot.repo.tree import Entry, PlannedTree, Tree
+from bot.repo.tree import Entry, PlannedTree, Tree, walk
 from bot.repo.worktree import FsTree, apply_changes
 
 from conftest import snapshot, write_files
@@ -63,3 +63,16 @@ def test_a_file_moved_twice_still_reads_its_original_bytes(tmp_path: Path) -> No
                                                 Change("move", "y/a.yaml", source="x/a.yaml")])
     assert tree.read("y/a.yaml") == b"a\n" and tree.kind("x/a.yaml") is None
     assert snapshot(tmp_path) == before  # a view, never a write
+
+
+def test_walk_goes_depth_first_in_order_past_hidden_and_skipped_paths_and_never_into_links(
+        tmp_path: Path) -> None:
+    write_files(tmp_path, {"a/b/c.yaml": "", "a/d.yaml": "", "a.yaml": "", ".git/x": "", "a/.hidden/y": "",
+                           "skip/z": "", "real/r.yaml": "", "deep/" + "/".join("123456789") + "/f": ""})
+    (tmp_path / "a/link").symlink_to(tmp_path / "real")
+    walked = [(path, entry.kind) for path, entry in walk(FsTree(str(tmp_path)), "", {"skip"})]
+    assert walked[:7] == [("a", "dir"), ("a/b", "dir"), ("a/b/c.yaml", "file"), ("a/d.yaml", "file"),
+                          ("a/link", "link"), ("a.yaml", "file"), ("deep", "dir")]
+    assert ("deep/1/2/3/4/5/6/7/8/9/f", "file") in walked
+    assert walked[-2:] == [("real", "dir"), ("real/r.yaml", "file")]
+    assert [p for p, _ in walk(FsTree(str(tmp_path)), "a/b")] == ["a/b/c.yaml"]
