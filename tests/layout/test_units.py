@@ -456,6 +456,14 @@ def grouped_repo(make_repo: Callable[..., Path], files: dict[str, str], without:
     return make_repo({k: v for k, v in {**tree, **files}.items() if k not in without})
 
 
+def split_replaces_the_grouping_kustomization(repo: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """Step 2 on `repo`: it succeeds and deletes apps/media's grouping kustomization; its JSON output."""
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert "apps/media/kustomization.yaml" in [c["path"] for c in out["changes"] if c["action"] == "delete"]
+    return out
+
+
 def test_the_cutover_replaces_the_grouping_folders_kustomizations(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, tmp_path: Path) -> None:
     repo = grouped_repo(make_repo, {})
@@ -569,9 +577,7 @@ def test_the_hint_for_a_grouping_kustomization_the_split_would_change_lets_it_th
     assert built_documents(kubectl, repo / "apps/media") == before
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "as the hint says")
-    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
-    assert code == 0
-    assert "apps/media/kustomization.yaml" in [c["path"] for c in out["changes"] if c["action"] == "delete"]
+    split_replaces_the_grouping_kustomization(repo, capsys)
 
 
 def test_a_grouping_kustomization_listing_what_the_waves_will_goes_with_the_split(
@@ -583,9 +589,7 @@ def test_a_grouping_kustomization_listing_what_the_waves_will_goes_with_the_spli
                                          "  - radarr/ks.yaml\n  - ./radarr/app\n",
         "apps/media/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: media\n",
     }, ("apps/media/radarr/kustomization.yaml",))
-    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
-    assert code == 0
-    assert "apps/media/kustomization.yaml" in [c["path"] for c in out["changes"] if c["action"] == "delete"]
+    out = split_replaces_the_grouping_kustomization(repo, capsys)
     assert [f["path"] for f in out["findings"] if f["code"] == "unplaced-file"] == ["apps/media/namespace.yaml"]
 
 
@@ -599,9 +603,7 @@ def test_a_grouping_kustomization_kustomize_refuses_goes_with_the_split(
     # The legacy build failed on it too, so nothing Flux applied depends on it.
     repo = grouped_repo(make_repo, {"apps/media/kustomization.yaml": text})
     assert kubectl(repo / "apps/media").returncode != 0
-    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
-    assert code == 0
-    assert "apps/media/kustomization.yaml" in [c["path"] for c in out["changes"] if c["action"] == "delete"]
+    split_replaces_the_grouping_kustomization(repo, capsys)
 
 
 def test_step_1_of_a_tier_that_fits_in_one_wave_says_so(
