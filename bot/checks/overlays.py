@@ -37,7 +37,7 @@ from bot.kustomize.build import Build, Problem
 from bot.kustomize.files import Additions, Kustomization
 from bot.kustomize.repository import Builds, Kustomizations, read_kustomizations
 from bot.kustomize.select import target_matches
-from bot.kustomize.spec import BuildError, Unsupported
+from bot.kustomize.spec import HINT_BY_HAND, BuildError, Unsupported
 from bot.model import Finding
 from bot.repo.tree import Tree
 from bot.side import Side, Slot, order
@@ -294,6 +294,8 @@ def _not_checked(path: EvalPath, exc: WaveBotError, secret_waves: set[Slot]) -> 
         how = f"kubectl kustomize {path.directory or '.'}"
     else:
         how = f"kubectl kustomize {path.directory or '.'} with the spec.patches of {path.file} added"
+    # What to change, when the refusal says (its generic "check by hand" is the command itself).
+    first = f"# {exc.hint}\n" if exc.hint and exc.hint != HINT_BY_HAND else ""
     return Finding(
         code="overlay-not-checked",
         severity=severity,  # type: ignore[arg-type]
@@ -301,7 +303,7 @@ def _not_checked(path: EvalPath, exc: WaveBotError, secret_waves: set[Slot]) -> 
         path=exc.path,
         line=exc.line,
         overlay=path.label,
-        fix=f"{how}  # then check every wave's Flux Kustomization has spec.decryption",
+        fix=first + f"{how}  # then check every wave's Flux Kustomization has spec.decryption",
     )
 
 

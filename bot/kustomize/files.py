@@ -199,10 +199,10 @@ def read_kustomization(tree: Tree, path: str, *, check: bool = True) -> Kustomiz
                          "empty", path=path, line=docs[0].info.start_line,
                          hint=f"delete the `---` lines above line {later[0].info.start_line}")
     if later:
+        at = later[0].info.start_line  # its `---` line
         raise Unsupported("kustomization file holds several YAML documents; kustomize reads only the first and "
-                          "ignores the rest, so nothing listed from here on is applied", path=path,
-                          line=later[0].info.start_line, hint="merge them into one document, or delete what follows "
-                          "the first")
+                          "ignores the rest, so nothing listed from here on is applied", path=path, line=at,
+                          hint=f"delete the `---` on line {at} to make one document, or delete what follows it")
     doc = docs[0]
     if not isinstance(doc.value, dict):
         raise BuildError("kustomization file is not a mapping of fields", path=path, line=doc.info.start_line)

@@ -452,6 +452,21 @@ def test_an_overlay_wave_bot_cannot_evaluate_is_reported_not_guessed(tmp_path: P
                            "spec.decryption")
 
 
+def test_a_stray_document_separator_is_reported_with_the_edit_that_mends_it(tmp_path: Path, kubectl: Kubectl) -> None:
+    # A `---` above patches: kustomize builds the first document only, so no wave is decrypted. The
+    # fix says what to change; done as it says, the overlay is checked and decrypts every wave.
+    good = inline_smp(ALL)[DEV]
+    root = make(tmp_path, {DEV: good.replace("patches:\n", "---\npatches:\n", 1)})
+    assert kubectl_decrypted(kubectl, root, "clusters/dev") == set()
+    (finding,) = findings(root, sops={0})
+    assert (finding.code, finding.severity, finding.path) == ("overlay-not-checked", "error", DEV)
+    line = (root / DEV).read_text().splitlines().index("patches:")  # 0-based: the `---` just above
+    assert finding.fix is not None and finding.fix.splitlines()[0] == (
+        f"# delete the `---` on line {line} to make one document, or delete what follows it")
+    write_files(root, {DEV: good})  # the `---` line deleted: one document
+    assert findings(root, sops={0}) == [] and kubectl_decrypted(kubectl, root, "clusters/dev") == set(ALL)
+
+
 @pytest.mark.parametrize(("limit", "last"), [
     (10, None), (9, "clusters/dev/patches/apps-wave-2-sops.yaml"), (6, "clusters/base/cluster-vars.yaml")])
 def test_an_overlay_reading_more_files_than_the_limit_is_not_checked_its_patch_files_counted(

@@ -738,7 +738,7 @@ def test_a_kustomization_of_several_documents_is_refused_at_the_one_kustomize_ig
     assert (refused.value.path, refused.value.line, refused.value.message, refused.value.hint) == (
         "clusters/o/kustomization.yaml", 2, "kustomization file holds several YAML documents; kustomize reads only "
         "the first and ignores the rest, so nothing listed from here on is applied",
-        "merge them into one document, or delete what follows the first")
+        "delete the `---` on line 2 to make one document, or delete what follows it")
 
 
 class _Unreadable(FsTree):
