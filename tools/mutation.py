@@ -53,7 +53,7 @@ RELATED: dict[str, tuple[str, ...]] = {
     "kustomize.select": ("kustomize/test_kustomize.py", "kustomize/test_resid.py"),
     "kustomize.patching": ("checks/test_overlays.py", "kustomize/test_kustomize.py"),
     "kustomize.repository": ("kustomize/test_kustomizations.py", "flux/test_decryption.py"),
-    "fixes.overlays": ("checks/test_overlays.py",),
+    "fixes.overlays": ("checks/test_overlays.py", "fixes/test_fixes.py", "layout/test_side.py"),
     "fixes.stepping": ("fixes/test_stepping.py", "fixes/test_protect.py"),
     "fixes.protect": ("fixes/test_protect.py", "fixes/test_stepping.py"),
     "side": ("layout/test_side.py", "checks/test_gating.py"),
