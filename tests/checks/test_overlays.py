@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from bot.checks.overlays import base_findings, decryption_findings, new_deepest_
 from bot.cli import main
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.fixes.overlays import fix_overlays
+from bot.fixes.overlays import fix_overlays, regex_item
 from bot.flux.evalpaths import discover_overlays, evaluation_paths
 from bot.kustomize.build import build
 from bot.layout import render
@@ -27,6 +28,7 @@ from bot.side import Side
 from bot.yamlio import documents as yamlio
 
 from conftest import CONTROLLER_KEY, Kubectl, cluster_apps, write_files
+from support import fluxcrd
 
 CFG = Config()
 SECRET = CFG.decryption_secret
@@ -594,6 +596,8 @@ def test_discovery_finds_overlays_and_overlays_of_overlays(tmp_path: Path) -> No
         "clusters/dev/flux-system/kustomization.yaml": "resources: [gotk-components.yaml]\n",
         "clusters/unrelated/kustomization.yaml": "resources: ['https://example.com/x.yaml', ../../../elsewhere]\n",
         "clusters/.hidden/kustomization.yaml": "resources: [../base]\n",
+        # outside the clusters directory: a kustomization that builds the base is no cluster Flux bootstraps
+        "tools/preview/kustomization.yaml": "resources: [../../clusters/base]\n",
         # as deep as it is: an overlay missed is a cluster whose decryption nobody checks
         "clusters/a/b/c/d/e/f/g/kustomization.yaml": "resources: [../../../../../../../base]\n",
     })
@@ -784,6 +788,46 @@ def test_fix_overlays_in_each_style(style: str, tmp_path: Path, kubectl: Kubectl
         if path == edited:
             assert added_line in added, added
     assert fix_overlays(FsTree(str(root)), CFG, waves) == []  # nothing left to do
+
+
+@pytest.mark.parametrize("style", ["strategic-merge", "json6902"])
+def test_fix_overlays_with_a_controller_level_key_also_drops_a_secret_a_wave_names(
+        style: str, tmp_path: Path, kubectl: Kubectl) -> None:
+    # Waves 0 and 1 are patched in the overlay's style without a secretRef (the controller's key);
+    # wave 2, unpatched, names a Secret in its own spec. What --fix-overlays writes for it must give
+    # it the decryption the others have, and a Flux Kustomization the API server accepts.
+    own = {"strategic-merge": lambda n: "  - patch: |\n" + indent(smp(n).replace(
+        "    secretRef:\n      name: sops-age\n", ""), 6),
+           "json6902": lambda n: f"  - target:\n      group: kustomize.toolkit.fluxcd.io\n      kind: Kustomization\n"
+                                 f"      name: apps-wave-{n}\n    patch: |\n" + indent(
+               "- op: add\n  path: /spec/decryption\n  value:\n    provider: sops\n", 6)}[style]
+    root = make(tmp_path, {DEV: HEAD + KNOBS + own(0) + own(1),
+                           CFG.wave_cr_path(2): render.wave_cr(2, DECRYPTING_TEMPLATE, CFG)})
+    config = Config(decryption_secret=None)
+    assert [f.wave for f in findings(root, decryption_secret=None)] == [2]
+    write_changes(root, fix_overlays(FsTree(str(root)), config, ALL))
+    assert findings(root, decryption_secret=None) == []
+    built = kubectl(root / "clusters/dev")
+    assert built.returncode == 0, built.stderr
+    waves = [fluxcrd.validate(d.value) for d in yamlio.load(built.stdout.encode(), "kubectl output")
+             if d.value and d.value["kind"] == "Kustomization" and d.value["metadata"]["name"].startswith("apps-wave-")]
+    assert [w["spec"]["decryption"] for w in waves] == [{"provider": "sops"}] * 3
+
+
+@pytest.mark.parametrize("secret", [SECRET, None])
+def test_the_regex_item_is_a_flux_kustomization_patch_that_says_whose_key_it_uses(secret: str | None) -> None:
+    text = regex_item(Config(decryption_secret=secret))
+    (item,) = yamlio.load(text.encode(), "item")[0].value
+    (patch,) = [d.value for d in yamlio.load(item["patch"].encode(), "patch")]
+    # a document of the kind it patches, with a name the API server accepts (the target picks the waves)
+    assert (patch["apiVersion"], patch["kind"], set(patch)) == (
+        "kustomize.toolkit.fluxcd.io/v1", "Kustomization", {"apiVersion", "kind", "metadata", "spec"})
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", patch["metadata"]["name"])
+    assert patch["spec"] == {"decryption": {"provider": "sops", "secretRef": {"name": secret} if secret else None}}
+    key = (f"encrypted. The key is the out-of-band {secret} Secret.\n" if secret else
+           "encrypted. The key is kustomize-controller's own (--sops-age-secret):\n"
+           "# the empty `secretRef:` (null) drops a Secret a wave names.\n")
+    assert key in text
 
 
 def test_fix_overlays_follows_the_overlays_own_comment_and_file_style(tmp_path: Path) -> None:
