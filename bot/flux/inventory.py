@@ -38,10 +38,10 @@ from bot.kustomize import build as kustomize
 from bot.kustomize import spec
 from bot.kustomize.breaks import builds_including
 from bot.kustomize.files import PatchUse
+from bot.kustomize.listing import generated_listing, wave_refs
 from bot.kustomize.repository import applied_files_in_namespaces, is_kustomization_file, read_kustomizations
 from bot.kustomize.select import target_matches
 from bot.kustomize.spec import CLUSTER_SCOPED, KUSTOMIZATION
-from bot.layout import units
 from bot.model import Finding
 from bot.naming import is_yaml_name
 from bot.repo.tree import Tree, refuse_link
@@ -324,11 +324,11 @@ def _wave_content(tree: Tree, directory: str) -> tuple[list[tuple[str, bool]], l
         elif entry.kind == "dir":
             dirs.append(entry.name)
     if not kustomizations:
-        return [(rel, "/" not in rel and rel in dirs) for rel in units.generated_listing(tree, directory)], []
+        return [(rel, "/" not in rel and rel in dirs) for rel in generated_listing(tree, directory)], []
     if len(kustomizations) > 1:
         raise WaveBotError(f"has several kustomization files ({', '.join(kustomizations)}); kustomize accepts one",
                            path=directory, hint=f"keep {KUSTOMIZATION} (wave-bot generates it) and delete the others")
-    refs = units.wave_refs(tree, f"{directory}/{kustomizations[0]}")
+    refs = wave_refs(tree, f"{directory}/{kustomizations[0]}")
     # One look at the directory answers for the entries directly in it (nearly all, and thousands).
     here = {**dict.fromkeys(names, "file"), **dict.fromkeys(dirs, "dir")}
     kinds = [(r, here.get(r) if "/" not in r else tree.kind(f"{directory}/{r}")) for r in refs]

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.flux.evalpaths import discover_overlays
 from bot.kustomize.files import find_kustomization
+from bot.kustomize.overlays import discover_overlays
 from bot.kustomize.repository import Kustomizations, applied_files
 from bot.repo.tree import Tree
 

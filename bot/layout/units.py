@@ -10,17 +10,17 @@ kustomization in it, and wave-bot never writes into a unit's directory (its byte
 """
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.config import Config
-from bot.errors import WaveBotError
+from bot.kustomize.listing import generated_listing as generated_listing
+from bot.kustomize.listing import own_kustomization as own_kustomization
+from bot.kustomize.listing import wave_refs as wave_refs
 from bot.kustomize.spec import KUSTOMIZATION_FILES
 from bot.naming import is_yaml_name
 from bot.repo.tree import Tree, refuse_link
 from bot.side import Slot
-from bot.yamlio import documents as yamlio
 
 
 @dataclass(frozen=True)
@@ -33,36 +33,6 @@ class UnitEntry:
     is_dir: bool
     owned: bool
     """Whether a node (or an extra unit) claims it by name; unowned entries stay where they are."""
-
-
-def own_kustomization(tree: Tree, directory: str) -> str | None:
-    """The directory's kustomization file under any name kustomize accepts; None without one."""
-    for name in KUSTOMIZATION_FILES:
-        kind = tree.kind(f"{directory}/{name}")
-        if kind == "link":
-            raise refuse_link(f"{directory}/{name}")
-        if kind == "file":
-            return f"{directory}/{name}"
-    return None
-
-
-def generated_listing(tree: Tree, directory: str) -> list[str]:
-    """What kustomize-controller's generated kustomization for `directory` lists, relative to it:
-    every YAML file below it, and each subdirectory holding a kustomization as one entry.
-    Links are refused: a unit moves as a whole and a link inside it could point anywhere."""
-    out: list[str] = []
-    for entry in tree.entries(directory):
-        path = f"{directory}/{entry.name}"
-        if entry.kind == "link":
-            raise refuse_link(path)
-        if entry.kind == "dir":
-            if own_kustomization(tree, path) is not None:
-                out.append(entry.name)
-            else:
-                out += (f"{entry.name}/{rel}" for rel in generated_listing(tree, path))
-        elif entry.kind == "file" and is_yaml_name(entry.name):
-            out.append(entry.name)
-    return out
 
 
 def listing(tree: Tree, path: str, rel: str, is_dir: bool) -> list[str]:
@@ -115,26 +85,6 @@ def holds_files(tree: Tree, directory: str) -> bool:
     """Whether anything but directories is below `directory`. A folder a `git mv` of its unit left
     empty is nothing: git tracks no empty directory, so no checkout Flux or the bot makes has it."""
     return any(e.kind != "dir" or holds_files(tree, f"{directory}/{e.name}") for e in tree.entries(directory))
-
-
-def wave_refs(tree: Tree, kustomization: str) -> list[str]:
-    """The local entries a wave's kustomization lists under `resources`, relative to its directory
-    and without `./` (remote entries and entries leaving the directory are not followed)."""
-    docs = [d for d in yamlio.scan(tree.read(kustomization), kustomization, capture=_resource_item) if not d.empty]
-    if docs and (not docs[0].is_mapping or ("resources",) in docs[0].scalars):
-        raise WaveBotError("is not a kustomization with a list of resources", path=kustomization,
-                           line=docs[0].start_line, hint="run `wave-bot apply` to regenerate it")
-    items = docs[0].scalars if docs else {}
-    out = []
-    for _, ref in sorted((k, v) for k, v in items.items() if len(k) == 2):
-        path = posixpath.normpath(ref) if ref else ""
-        if path and "://" not in ref and path not in (".", "..") and not path.startswith(("../", "/")):
-            out.append(path)
-    return out
-
-
-def _resource_item(path: yamlio.Path) -> bool:
-    return len(path) <= 2 and path[0] == "resources"
 
 
 def directory_waves(paths: list[tuple[str, Slot | None]], config: Config) -> dict[str, Slot]:
