@@ -43,8 +43,9 @@ def action_yml() -> dict[str, Any]:
 
 
 def readme_workflows(tmp: Path) -> list[Path]:
-    """The README's workflow examples (```yaml blocks with `jobs:`), as files actionlint can read."""
-    blocks = re.findall(r"^```yaml\n(.*?)^```", README.read_text(), flags=re.S | re.M)
+    """The workflow examples of the README and the docs (```yaml blocks with `jobs:`), as files actionlint can read."""
+    pages = [README, *sorted((PROJECT / "docs").rglob("*.md"))]
+    blocks = [b for page in pages for b in re.findall(r"^ *```yaml\n(.*?)^ *```", page.read_text(), flags=re.S | re.M)]
     files = []
     for number, block in enumerate(b for b in blocks if re.search(r"^jobs:", b, flags=re.M)):
         path = tmp / f"readme-workflow-{number}.yml"

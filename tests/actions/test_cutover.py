@@ -464,13 +464,12 @@ def test_a_dispatch_after_step_1_is_deployed_splits_the_branch(flat_scenario: Sc
     assert "cutover step 2 of 2" in (s.tmp / "summary.md").read_text().replace("\\", "")
 
 
-# ---- the README's adoption section, run as written ------------------------------------------------
+# ---- the cutover runbook (docs/guides/cutover.md), run as written ------------------------------------
 
 
-def readme_commands(section: str) -> list[str]:
-    """The shell lines of the README section `section` (continuations joined, comments dropped)."""
-    text = (PROJECT / "README.md").read_text()
-    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+def runbook_commands(page: str) -> list[str]:
+    """The shell lines of the docs page `page` (continuations joined, comments dropped)."""
+    body = (PROJECT / "docs" / page).read_text()
     lines = []
     for block in re.findall(r"```sh\n(.*?)```", body, flags=re.S):
         for line in block.replace("\\\n", " ").splitlines():
@@ -480,14 +479,14 @@ def readme_commands(section: str) -> list[str]:
     return lines
 
 
-def test_the_readme_adoption_steps_work_as_written(flat_repo: Path, kubectl: Kubectl) -> None:
+def test_the_cutover_runbook_works_as_written(flat_repo: Path, kubectl: Kubectl) -> None:
     """The git, wave-bot and kubectl kustomize lines of the section, on the flattened example with an
     origin; merging each step's branch stands for the pull request. `pip install` and the commands that
     need a live cluster (flux, kubectl get/annotate) are the user's."""
     git(flat_repo, "push", "-q", "origin", "main")
     git(flat_repo, "fetch", "-q", "origin")
-    commands = readme_commands("Adopting wave-bot in an existing repository")
-    # Installed outside the repository (pipx): nothing the README runs leaves a virtualenv in it.
+    commands = runbook_commands("guides/cutover.md")
+    # Installed outside the repository (pipx): nothing the runbook runs leaves a virtualenv in it.
     assert any(c.startswith("pipx install ") for c in commands) and any(c.startswith("flux get") for c in commands)
     assert not [c for c in commands if "venv" in c]
     tools = {"wave-bot": str(installed_tool("wave-bot")), "kubectl": str(installed_tool("kubectl"))}

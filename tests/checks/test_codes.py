@@ -1,4 +1,4 @@
-"""checks/codes.py: every finding code declared once, and the README's table of codes agrees with it."""
+"""checks/codes.py: every finding code declared once, and the table of docs/explanation/checks.md agrees with it."""
 from __future__ import annotations
 
 import re
@@ -11,8 +11,8 @@ TABLE_HEAD = "| code | severity | what it means |"
 
 
 def readme_table() -> dict[str, str]:
-    """code -> severity rule, from the README's table (a row may name two codes: `a` / `b`)."""
-    text = (ROOT / "README.md").read_text()
+    """code -> severity rule, from the table of docs/explanation/checks.md (a row may name two codes: `a` / `b`)."""
+    text = (ROOT / "docs" / "explanation" / "checks.md").read_text()
     rows = text[text.index(TABLE_HEAD):].split("\n\n", 1)[0].splitlines()[2:]
     out: dict[str, str] = {}
     for row in rows:
@@ -20,7 +20,7 @@ def readme_table() -> dict[str, str]:
         codes = re.findall(r"`([a-z0-9-]+)`", code_cell)
         severities = severity.split(" / ") if len(codes) == 2 and " / " in severity else [severity] * len(codes)
         for code, rule in zip(codes, severities, strict=True):
-            assert code not in out, f"README names {code} twice"
+            assert code not in out, f"docs/explanation/checks.md names {code} twice"
             out[code] = rule
     return out
 

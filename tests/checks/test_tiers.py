@@ -492,10 +492,10 @@ def test_sources_secrets_inline_and_optional(capsys: pytest.CaptureFixture[str],
     assert "apps-wave-0" in tier_graph(capsys.readouterr().out)[2]  # the tier is marked in the comment's graph
 
 
-def test_every_tier_code_is_in_the_readme_table() -> None:
+def test_every_tier_code_is_in_the_table_of_what_each_finding_means() -> None:
     from bot.checks import crds, substitution, tiers
 
-    readme = (Path(__file__).resolve().parent.parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent.parent / "docs" / "explanation" / "checks.md").read_text()
     for code in (*tiers.CODES, *substitution.CODES, *crds.CODES):
         assert f"| `{code}` |" in readme, code
 
