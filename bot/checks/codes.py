@@ -1,10 +1,10 @@
 """Every finding code, declared once: its severity rule and what it means in one line.
 
-The README's table of codes is tested against `CODES` (tests/checks/test_codes.py), and the lists
-other modules keep by code are derived from it: `DELETING` (the hazard findings that say Flux deletes
-an object, which a deleted Namespace makes worse) and `OWN_SECTION` (info the reports show in a
-section of their own). The severity rule is written the way the README states it; the check that
-emits a finding applies it.
+docs/reference/findings.md is generated from `CODES` (python tools/reference.py), the table of
+docs/explanation/checks.md is tested against it (tests/checks/test_codes.py), and two lists below are
+derived from it: `DELETING` (the hazard findings that say Flux deletes an object, which a deleted
+Namespace makes worse) and `OWN_SECTION` (info the reports show in a section of their own). The
+severity rule is written the way the docs state it; the check that emits a finding applies it.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Code:
     name: str
-    severity: str  # the rule, as the README's table states it
+    severity: str  # the rule, as the docs' tables state it
     meaning: str  # one line
     deletes: bool = False  # a finding of this code says Flux deletes the object
     own_section: bool = False  # the reports show it in a section of its own, not among the findings

@@ -1,6 +1,6 @@
 """What wave 0 depends on when the config does not say: the repository's own wiring.
 
-`root_depends_on` defaults to the design doc's `platform-config`. A repository adopting waves has
+`root_depends_on` defaults to `platform-config`, the tier `examples/homelab` has. A repository adopting waves has
 its own: the legacy `apps` Kustomization depends on what its platform tier is called there
 (`infrastructure`, say). Rewiring wave 0 to a Kustomization the repository does not have would
 leave it never Ready, and every later wave stalled behind it; so while the wave template comes

@@ -110,7 +110,7 @@ def test_the_flattened_example_builds_like_the_seed(flat_repo: Path, kubectl: Ku
     built = overlays_build(flat_repo, kubectl)
     assert "name: apps\n" in built["clusters/dev"] and "apps-wave" not in built["clusters/dev"]
     assert built["clusters/prod"].count("provider: sops") == 1
-    # The same objects the example's waves build (the design doc's "130 resources" check, here 51).
+    # The same objects the example's waves build: the cutover's "nothing lost" check (here 51 objects).
     split = sorted(d for n in range(3) for d in documents(build_ok(kubectl, EXAMPLE / f"apps/wave-{n}")))
     assert documents(build_ok(kubectl, flat_repo / "apps")) == split and len(split) == 51
 

@@ -16,7 +16,7 @@ from bot.repo.worktree import FsTree
 
 from conftest import deployment, git, service, snapshot, write_files
 
-# The design doc's table (000_*, section 2), written out by hand.
+# The example's waves (examples/homelab), written out by hand from its catalog.
 SEED_WAVES = {
     "pihole": 0, "gitea": 0, "jackett": 0, "plex": 0, "qbittorrent": 0, "nextcloud-db": 0, "semaphore-db": 0,
     "sonarr": 1, "radarr": 1, "nextcloud": 1, "semaphore": 1, "gitea-actions": 1,
