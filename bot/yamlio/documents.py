@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ruamel.yaml.constructor import ConstructorError, DuplicateKeyError
-from ruamel.yaml.error import MantissaNoDotYAML1_1Warning, MarkedYAMLError, YAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError, YAMLFutureWarning, YAMLWarning
 from ruamel.yaml.events import (
     AliasEvent,
     DocumentEndEvent,
@@ -760,8 +760,11 @@ def _pure_yaml(last_wins: bool) -> Any:
 
 def _construct(data: bytes, last_wins: bool, pure: bool) -> list[Any]:
     with warnings.catch_warnings():
-        # ruamel warns that `1e3` lacks YAML 1.1's dot; YAML 1.2 (Go's reading) needs none
-        warnings.simplefilter("ignore", MantissaNoDotYAML1_1Warning)
+        # ruamel warns, with source lines on stderr, about YAML that is valid to go-yaml: an anchor name
+        # used again (a later anchor overrides, and ruamel's aliases, like go-yaml's, refer to the most
+        # recent one), `1e3` without YAML 1.1's dot (YAML 1.2 needs none). What is wrong is an error.
+        warnings.simplefilter("ignore", YAMLWarning)
+        warnings.simplefilter("ignore", YAMLFutureWarning)
         if pure:
             return list(_pure_yaml(last_wins).load_all(data))
         loader = (_LastWinsLoader if last_wins else _GoLoader)(data)
