@@ -41,7 +41,7 @@ from ruamel.yaml.events import (
     SequenceStartEvent,
     StreamEndEvent,
 )
-from ruamel.yaml.nodes import MappingNode, SequenceNode
+from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from bot.errors import WaveBotError
@@ -790,6 +790,41 @@ def _pure_yaml(last_wins: bool) -> Any:
     return yaml
 
 
+_LEAN_SCALARS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "timestamp", "value"))
+_MAP_TAG, _SEQ_TAG = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
+class _NotLean(Exception):
+    """A node `_lean` leaves to ruamel's constructor."""
+
+
+def _lean(loader: Any, node: Any) -> Any:
+    """The value ruamel's safe constructor builds from `node`, built directly: plain mappings, lists and
+    scalars of the core tags, which is what the files read whole hold. Anything else (a merge key, a
+    key repeated or not a scalar, another tag) raises _NotLean and the file is constructed by ruamel.
+    Each scalar but a string goes through ruamel's own constructor for its tag, so values are the same."""
+    tag = node.tag
+    cls = type(node)
+    if cls is ScalarNode:
+        if tag == _STR_TAG:
+            return node.value
+        if tag in _LEAN_SCALARS:
+            return loader.yaml_constructors[tag](loader, node)
+    elif cls is MappingNode and tag == _MAP_TAG:
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if type(key_node) is not ScalarNode:
+                raise _NotLean
+            key = _lean(loader, key_node)
+            if key in out:  # ruamel's check (Python equality: `1` and `true` are one key), then go-yaml's
+                raise _NotLean
+            out[key] = _lean(loader, value_node)
+        return out
+    elif cls is SequenceNode and tag == _SEQ_TAG:
+        return [_lean(loader, item) for item in node.value]
+    raise _NotLean
+
+
 def _construct(data: bytes, last_wins: bool, pure: bool) -> list[Any]:
     with warnings.catch_warnings():
         # ruamel warns, with source lines on stderr, about YAML that is valid to go-yaml: an anchor name
@@ -801,6 +836,15 @@ def _construct(data: bytes, last_wins: bool, pure: bool) -> list[Any]:
             return list(_pure_yaml(last_wins).load_all(data))
         loader = (_LastWinsLoader if last_wins else _GoLoader)(data)
         try:
+            if b"*" not in data:  # without an alias no node is shared, none refers to itself
+                try:
+                    values = []
+                    while loader.check_node():
+                        values.append(_lean(loader, loader.get_node()))
+                    return values
+                except _NotLean:
+                    _dispose(loader)
+                    loader = (_LastWinsLoader if last_wins else _GoLoader)(data)
             values = []
             while loader.check_data():
                 values.append(loader.get_data())

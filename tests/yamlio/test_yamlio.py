@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 import sys
@@ -310,3 +311,25 @@ def test_valid_yaml_reusing_an_anchor_name_is_read_silently_with_the_latest_anch
     # wave 0) would put it in wave 1 and move its file
     assert out["waves"]["seerr"] == 2
     assert out["changes"] == []
+
+
+def test_files_read_whole_keep_every_core_type_and_refuse_what_ruamel_refuses() -> None:
+    # the plain mappings, lists and scalars of small files are built without ruamel's constructor:
+    # each type must still come out as the safe loader makes it
+    data = b"""s: text
+q: "1"
+i: 42
+f: 1.5
+b: true
+n: ~
+d: 2001-12-14
+l: [a, 2, {k: null}]
+"""
+    (doc,) = yamlio.load(data, "x.yaml")
+    assert doc.value == {"s": "text", "q": "1", "i": 42, "f": 1.5, "b": True, "n": None,
+                         "d": datetime.date(2001, 12, 14), "l": ["a", 2, {"k": None}]}
+    assert [type(v) for v in doc.value.values()] == [str, str, int, float, bool, type(None), datetime.date, list]
+    with pytest.raises(yamlio.RepeatedKey, match='mapping key "a" already defined at line 1'):
+        yamlio.load(b"a: 1\nb: 2\na: 3\n", "x.yaml")
+    with pytest.raises(WaveBotError, match="unsupported YAML tag !thing"):
+        yamlio.load(b"a: !thing b\n", "x.yaml")
