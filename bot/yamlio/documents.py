@@ -779,6 +779,10 @@ class _LastWinsLoader(_LastWins, _GoLoader):
     pass
 
 
+_DEFAULT_STR, _DEFAULT_MAP, _DEFAULT_SEQ = (_GoLoader.DEFAULT_SCALAR_TAG, _GoLoader.DEFAULT_MAPPING_TAG,
+                                            _GoLoader.DEFAULT_SEQUENCE_TAG)
+
+
 def _pure_yaml(last_wins: bool) -> Any:
     from ruamel.yaml import YAML
     from ruamel.yaml.constructor import SafeConstructor
@@ -803,14 +807,17 @@ def _lean(loader: Any, node: Any) -> Any:
     scalars of the core tags, which is what the files read whole hold. Anything else (a merge key, a
     key repeated or not a scalar, another tag) raises _NotLean and the file is constructed by ruamel.
     Each scalar but a string goes through ruamel's own constructor for its tag, so values are the same."""
-    tag = node.tag
+    tag = node.ctag
     cls = type(node)
     if cls is ScalarNode:
+        if tag is _DEFAULT_STR:  # the resolver's own object for a plain or quoted string: no text to compare
+            return node.value
+        tag = node.tag
         if tag == _STR_TAG:
             return node.value
         if tag in _LEAN_SCALARS:
             return loader.yaml_constructors[tag](loader, node)
-    elif cls is MappingNode and tag == _MAP_TAG:
+    elif cls is MappingNode and (tag is _DEFAULT_MAP or node.tag == _MAP_TAG):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             if type(key_node) is not ScalarNode:
@@ -820,7 +827,7 @@ def _lean(loader: Any, node: Any) -> Any:
                 raise _NotLean
             out[key] = _lean(loader, value_node)
         return out
-    elif cls is SequenceNode and tag == _SEQ_TAG:
+    elif cls is SequenceNode and (tag is _DEFAULT_SEQ or node.tag == _SEQ_TAG):
         return [_lean(loader, item) for item in node.value]
     raise _NotLean
 
