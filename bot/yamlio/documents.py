@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ruamel.yaml.constructor import ConstructorError, DuplicateKeyError
-from ruamel.yaml.error import MantissaNoDotYAML1_1Warning, MarkedYAMLError, YAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError, YAMLFutureWarning, YAMLWarning
 from ruamel.yaml.events import (
     AliasEvent,
     DocumentEndEvent,
@@ -41,7 +41,7 @@ from ruamel.yaml.events import (
     SequenceStartEvent,
     StreamEndEvent,
 )
-from ruamel.yaml.nodes import MappingNode, SequenceNode
+from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from bot.errors import WaveBotError
@@ -226,29 +226,26 @@ def _value_text(lines: list[str], at: int, column: int) -> str:
 class _Frame:
     """A collection still open while scanning."""
 
-    __slots__ = ("is_map", "path", "anchor", "line", "is_key", "nodes", "index", "key", "key_line", "expect_key",
-                 "keys", "bad_key")
+    __slots__ = ("is_map", "path", "anchor", "line", "is_key", "first", "index", "key", "key_line", "expect_key",
+                 "keys", "bad_key", "child_paths", "child_lines")
 
-    def __init__(self, is_map: bool, path: Path | None, anchor: str | None, line: int, is_key: bool) -> None:
+    def __init__(self, is_map: bool, path: Path | None, anchor: str | None, line: int, is_key: bool, first: int,
+                 path_depth: int, line_depth: int) -> None:
         self.is_map = is_map
         self.path = path  # None once deeper than anyone looks
         self.anchor = anchor
         self.line = line
         self.is_key = is_key  # a collection used as a mapping key (legal YAML, no usable name)
-        self.nodes = 1  # nodes below and including this one, aliases expanded
+        self.first = first  # nodes counted before this one: it holds (count at its end) - first, aliases expanded
         self.index = 0
         self.key: str | int = "?"
         self.key_line = line
         self.expect_key = True
         self.keys: dict[str, int] | None = None  # scalar key -> its line, when repeated keys are refused
         self.bad_key = 0  # line of the first list or mapping used as a key
-
-    def advance(self, was_key: bool) -> None:
-        """A child node is complete: a map now wants its value (or next key), a list its next item."""
-        if self.is_map:
-            self.expect_key = not was_key
-        else:
-            self.index += 1
+        # whether a child has a path (deep enough for anyone to look), and one whose line is recorded
+        self.child_paths = path is not None and len(path) < path_depth
+        self.child_lines = path is not None and len(path) < line_depth
 
 
 _COLLECTION_KEYS = {True: "\0{}", False: "\0[]"}
@@ -298,9 +295,13 @@ class _Scanner:
             strings.difference_update([p for p in strings if p[:len(prefix)] == prefix])
 
     def run(self, parser: Any) -> list[DocInfo]:
+        # Written for speed, as it runs once per node of every manifest: the common events first, the
+        # open collection in a local (`top`), a line read from its event only where it is recorded.
         capture, line_depth, path_depth, unique_keys = self.capture, self.line_depth, self.path_depth, self.unique_keys
+        max_nodes = self.max_nodes
         docs: list[DocInfo] = []
         stack: list[_Frame] = []
+        top: _Frame | None = None
         anchors: dict[str, int] = {}
         anchored: dict[str, str] = {}  # anchor -> its scalar's value, or a collection's _COLLECTION_KEYS
         lines: dict[Path, int] = {}
@@ -309,58 +310,106 @@ class _Scanner:
         root: str | None = None
         start_line = total = 0
         get_event = parser.get_event  # one call per event (not check_event and get_event): the hot loop
+        scalar_event, mapping_start, sequence_start = ScalarEvent, MappingStartEvent, SequenceStartEvent
+        mapping_end, sequence_end = MappingEndEvent, SequenceEndEvent
         while True:
             event = get_event()
             cls = type(event)
-            if cls is StreamEndEvent or event is None:
-                break
-            if cls is ScalarEvent or cls is AliasEvent or cls is MappingStartEvent or cls is SequenceStartEvent:
-                line = event.start_mark.line + 1
+            if cls is scalar_event and top is not None:
+                total += 1
+                if total > max_nodes:
+                    raise self.too_many(event.start_mark.line + 1)
+                if event.anchor:
+                    anchors[event.anchor] = 1
+                    anchored[event.anchor] = event.value
+                if top.expect_key and top.is_map:
+                    value = event.value
+                    top.key = value
+                    keys = top.keys
+                    if keys is not None:
+                        line = top.key_line = event.start_mark.line + 1
+                        if value in keys:
+                            self.again(top, value, line, (lines, scalars, strings))
+                        keys[value] = line
+                    elif top.child_lines:
+                        top.key_line = event.start_mark.line + 1
+                    top.expect_key = False
+                    continue
+                if top.child_paths:
+                    if top.is_map:
+                        at = (*top.path, top.key)  # type: ignore[misc]
+                        if top.child_lines:
+                            lines.setdefault(at, top.key_line)
+                    else:
+                        at = (*top.path, top.index)  # type: ignore[misc]
+                        if top.child_lines and top.index < MAX_ITEM_LINES:
+                            lines.setdefault(at, event.start_mark.line + 1)
+                    if capture is not None and capture(at):
+                        scalars[at] = event.value
+                        if event.implicit == (False, True) or event.tag == _STR_TAG:
+                            strings.add(at)
+                if top.is_map:
+                    top.expect_key = True
+                else:
+                    top.index += 1
+            elif cls is mapping_end or cls is sequence_end:
+                frame = stack.pop()
                 top = stack[-1] if stack else None
+                if frame.bad_key and unique_keys:
+                    # kustomize reads an object into a map[string]interface{}, after the repeated keys
+                    raise _error(self.file, "invalid map key: a list or mapping used as a mapping key",
+                                 frame.bad_key, "write the key as a plain string")
+                if frame.anchor:
+                    anchors[frame.anchor] = total - frame.first
+                    anchored[frame.anchor] = _COLLECTION_KEYS[frame.is_map]
+                if top is not None:
+                    if frame.is_key:
+                        top.key, top.key_line = "?", frame.line
+                        if top.keys is not None:  # to go-yaml, two lists (or mappings) as keys are the same
+                            key = _COLLECTION_KEYS[frame.is_map]
+                            if key in top.keys:
+                                self.again(top, key, frame.line, (lines, scalars, strings))
+                            top.keys[key] = frame.line
+                            top.bad_key = top.bad_key or frame.line
+                    if top.is_map:
+                        top.expect_key = not frame.is_key
+                    else:
+                        top.index += 1
+            elif cls is scalar_event or cls is AliasEvent or cls is mapping_start or cls is sequence_start:
+                line = event.start_mark.line + 1
                 is_key = top is not None and top.is_map and top.expect_key
                 path: Path | None = ()
                 if top is not None:
-                    if is_key or top.path is None or len(top.path) >= path_depth:
+                    if is_key or not top.child_paths:
                         path = None
                     else:
-                        path = top.path + (top.key if top.is_map else top.index,)
-                        if len(path) <= line_depth and (top.is_map or top.index < MAX_ITEM_LINES):
+                        path = (*top.path, top.key if top.is_map else top.index)  # type: ignore[misc]
+                        if top.child_lines and (top.is_map or top.index < MAX_ITEM_LINES):
                             lines.setdefault(path, top.key_line if top.is_map else line)
-                if cls is MappingStartEvent or cls is SequenceStartEvent:
+                if cls is mapping_start or cls is sequence_start:
                     if len(stack) >= MAX_DEPTH:
                         raise _error(self.file, f"YAML nested more than {MAX_DEPTH} levels deep", line)
-                    total += 1
-                    if total > self.max_nodes:
+                    if total + 1 > max_nodes:
                         raise self.too_many(line)
                     if top is None:
-                        root = "map" if cls is MappingStartEvent else "seq"
-                    frame = _Frame(cls is MappingStartEvent, path, event.anchor, line, is_key)
+                        root = "map" if cls is mapping_start else "seq"
+                    frame = _Frame(cls is mapping_start, path, event.anchor, line, is_key, total, path_depth,
+                                   line_depth)
+                    total += 1
                     # keys are tracked to refuse a repeat (unique_keys) or, where values are recorded,
                     # to keep the last value of one as sigs.k8s.io/yaml does (a kustomization)
-                    if frame.is_map and (unique_keys or path is not None and len(path) < path_depth):
+                    if frame.is_map and (unique_keys or frame.child_paths):
                         frame.keys = {}
                     stack.append(frame)
+                    top = frame
                     continue
-                if cls is ScalarEvent:
+                if cls is scalar_event:  # a document that is a scalar
                     size = 1
                     if event.anchor:
                         anchors[event.anchor] = 1
                         anchored[event.anchor] = event.value
-                    if top is None:
-                        null = event.implicit[0] and event.value in ("", "~", "null", "Null", "NULL")
-                        root = ("nothing" if event.value == "" and not event.style else "empty") if null \
-                            else "scalar"
-                    elif is_key:
-                        top.key, top.key_line = event.value, line
-                        keys = top.keys
-                        if keys is not None:
-                            if event.value in keys:
-                                self.again(top, event.value, line, (lines, scalars, strings))
-                            keys[event.value] = line
-                    elif path is not None and capture is not None and capture(path):
-                        scalars[path] = event.value
-                        if event.implicit == (False, True) or event.tag == _STR_TAG:
-                            strings.add(path)
+                    null = event.implicit[0] and event.value in ("", "~", "null", "Null", "NULL")
+                    root = ("nothing" if event.value == "" and not event.style else "empty") if null else "scalar"
                 else:
                     found = anchors.get(event.anchor)
                     if found is None:
@@ -378,32 +427,15 @@ class _Scanner:
                             if collection:
                                 top.bad_key = top.bad_key or line
                 total += size
-                if total > self.max_nodes:
+                if total > max_nodes:
                     raise self.too_many(line)
                 if top is not None:
-                    top.nodes += size
-                    top.advance(is_key)
-            elif cls is MappingEndEvent or cls is SequenceEndEvent:
-                frame = stack.pop()
-                if frame.bad_key and unique_keys:
-                    # kustomize reads an object into a map[string]interface{}, after the repeated keys
-                    raise _error(self.file, "invalid map key: a list or mapping used as a mapping key",
-                                 frame.bad_key, "write the key as a plain string")
-                if frame.anchor:
-                    anchors[frame.anchor] = frame.nodes
-                    anchored[frame.anchor] = _COLLECTION_KEYS[frame.is_map]
-                if stack:
-                    parent = stack[-1]
-                    parent.nodes += frame.nodes
-                    if frame.is_key:
-                        parent.key, parent.key_line = "?", frame.line
-                        if parent.keys is not None:  # to go-yaml, two lists (or mappings) as keys are the same
-                            key = _COLLECTION_KEYS[frame.is_map]
-                            if key in parent.keys:
-                                self.again(parent, key, frame.line, (lines, scalars, strings))
-                            parent.keys[key] = frame.line
-                            parent.bad_key = parent.bad_key or frame.line
-                    parent.advance(frame.is_key)
+                    if top.is_map:
+                        top.expect_key = not is_key
+                    else:
+                        top.index += 1
+            elif cls is StreamEndEvent or event is None:
+                break
             elif cls is DocumentStartEvent:
                 lines, scalars, strings, anchors, anchored, root = {}, {}, set(), {}, {}, None
                 start_line = event.start_mark.line + 1
@@ -747,6 +779,10 @@ class _LastWinsLoader(_LastWins, _GoLoader):
     pass
 
 
+_DEFAULT_STR, _DEFAULT_MAP, _DEFAULT_SEQ = (_GoLoader.DEFAULT_SCALAR_TAG, _GoLoader.DEFAULT_MAPPING_TAG,
+                                            _GoLoader.DEFAULT_SEQUENCE_TAG)
+
+
 def _pure_yaml(last_wins: bool) -> Any:
     from ruamel.yaml import YAML
     from ruamel.yaml.constructor import SafeConstructor
@@ -758,14 +794,64 @@ def _pure_yaml(last_wins: bool) -> Any:
     return yaml
 
 
+_LEAN_SCALARS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "timestamp", "value"))
+_MAP_TAG, _SEQ_TAG = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
+class _NotLean(Exception):
+    """A node `_lean` leaves to ruamel's constructor."""
+
+
+def _lean(loader: Any, node: Any) -> Any:
+    """The value ruamel's safe constructor builds from `node`, built directly: plain mappings, lists and
+    scalars of the core tags, which is what the files read whole hold. Anything else (a merge key, a
+    key repeated or not a scalar, another tag) raises _NotLean and the file is constructed by ruamel.
+    Each scalar but a string goes through ruamel's own constructor for its tag, so values are the same."""
+    tag = node.ctag
+    cls = type(node)
+    if cls is ScalarNode:
+        if tag is _DEFAULT_STR:  # the resolver's own object for a plain or quoted string: no text to compare
+            return node.value
+        tag = node.tag
+        if tag == _STR_TAG:
+            return node.value
+        if tag in _LEAN_SCALARS:
+            return loader.yaml_constructors[tag](loader, node)
+    elif cls is MappingNode and (tag is _DEFAULT_MAP or node.tag == _MAP_TAG):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if type(key_node) is not ScalarNode:
+                raise _NotLean
+            key = _lean(loader, key_node)
+            if key in out:  # ruamel's check (Python equality: `1` and `true` are one key), then go-yaml's
+                raise _NotLean
+            out[key] = _lean(loader, value_node)
+        return out
+    elif cls is SequenceNode and (tag is _DEFAULT_SEQ or node.tag == _SEQ_TAG):
+        return [_lean(loader, item) for item in node.value]
+    raise _NotLean
+
+
 def _construct(data: bytes, last_wins: bool, pure: bool) -> list[Any]:
     with warnings.catch_warnings():
-        # ruamel warns that `1e3` lacks YAML 1.1's dot; YAML 1.2 (Go's reading) needs none
-        warnings.simplefilter("ignore", MantissaNoDotYAML1_1Warning)
+        # ruamel warns, with source lines on stderr, about YAML that is valid to go-yaml: an anchor name
+        # used again (a later anchor overrides, and ruamel's aliases, like go-yaml's, refer to the most
+        # recent one), `1e3` without YAML 1.1's dot (YAML 1.2 needs none). What is wrong is an error.
+        warnings.simplefilter("ignore", YAMLWarning)
+        warnings.simplefilter("ignore", YAMLFutureWarning)
         if pure:
             return list(_pure_yaml(last_wins).load_all(data))
         loader = (_LastWinsLoader if last_wins else _GoLoader)(data)
         try:
+            if b"*" not in data:  # without an alias no node is shared, none refers to itself
+                try:
+                    values = []
+                    while loader.check_node():
+                        values.append(_lean(loader, loader.get_node()))
+                    return values
+                except _NotLean:
+                    _dispose(loader)
+                    loader = (_LastWinsLoader if last_wins else _GoLoader)(data)
             values = []
             while loader.check_data():
                 values.append(loader.get_data())

@@ -1,9 +1,17 @@
 from __future__ import annotations
 
+import datetime
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from bot.errors import WaveBotError
 from bot.yamlio import documents as yamlio
+
+from conftest import git
 
 MANIFEST = b"""apiVersion: v1
 kind: Namespace
@@ -269,3 +277,59 @@ def test_a_repeated_key_of_a_kustomization_keeps_only_its_last_value() -> None:
                          capture=lambda p: True)
     assert doc.scalars == {("resources", 0): "c.yaml", ("namespace",): "x"}
     assert doc.line(("resources", 0)) == 6
+
+
+REUSED_ANCHOR_SERVICE = """apiVersion: catalog.homelab.dev/v1alpha1
+kind: ServiceDefinition
+metadata:
+  name: seerr
+spec:
+  description: &dep pihole
+  image: &dep sonarr
+  port: 5055
+  dependencies:
+    - to: *dep
+      reason: TV requests
+"""
+
+
+def test_valid_yaml_reusing_an_anchor_name_is_read_silently_with_the_latest_anchor(example_repo: Path) -> None:
+    # YAML lets a later anchor take an earlier one's name; go-yaml (kustomize) and ruamel then resolve
+    # an alias to the most recent one. ruamel also warns on stderr with the source lines: noise a user
+    # of a valid repository (onedr0p/home-ops) must not see.
+    (example_repo / "catalog" / "seerr.yaml").write_text(REUSED_ANCHOR_SERVICE)
+    app = example_repo / "apps" / "wave-2" / "seerr.yaml"
+    app.write_text(app.read_text().replace("  name: seerr\n  namespace: seerr\n",
+                                           "  name: &n seerr\n  namespace: &n seerr\n  annotations: {a: *n}\n", 1))
+    git(example_repo, "commit", "-qam", "reuse anchor names")
+    done = subprocess.run([sys.executable, "-m", "bot", "plan", "--format", "json", str(example_repo)],
+                          capture_output=True, text=True, check=False)
+    assert done.stderr == ""
+    assert done.returncode == 0, done.stdout
+    out = json.loads(done.stdout)
+    # through the second anchor seerr depends on sonarr (wave 1) alone: wave 2; the first (pihole,
+    # wave 0) would put it in wave 1 and move its file
+    assert out["waves"]["seerr"] == 2
+    assert out["changes"] == []
+
+
+def test_files_read_whole_keep_every_core_type_and_refuse_what_ruamel_refuses() -> None:
+    # the plain mappings, lists and scalars of small files are built without ruamel's constructor:
+    # each type must still come out as the safe loader makes it
+    data = b"""s: text
+q: "1"
+i: 42
+f: 1.5
+b: true
+n: ~
+d: 2001-12-14
+l: [a, 2, {k: null}]
+"""
+    (doc,) = yamlio.load(data, "x.yaml")
+    assert doc.value == {"s": "text", "q": "1", "i": 42, "f": 1.5, "b": True, "n": None,
+                         "d": datetime.date(2001, 12, 14), "l": ["a", 2, {"k": None}]}
+    assert [type(v) for v in doc.value.values()] == [str, str, int, float, bool, type(None), datetime.date, list]
+    with pytest.raises(yamlio.RepeatedKey, match='mapping key "a" already defined at line 1'):
+        yamlio.load(b"a: 1\nb: 2\na: 3\n", "x.yaml")
+    with pytest.raises(WaveBotError, match="unsupported YAML tag !thing"):
+        yamlio.load(b"a: !thing b\n", "x.yaml")
