@@ -244,7 +244,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
     # The next safe step: a move that would lose data waits, its objects protected first. Only
     # against a deployed revision: without one, an annotation in the work tree is not known deployed.
-    unsafe = stepping.unsafe_moves(findings, files) if base is not None and hold else {}
+    unsafe = stepping.unsafe_moves(findings, files) if hold else {}
     if unsafe:
         return make_plan(tree, config, base, fix_overlays, {**held, **unsafe})
     return Plan(
