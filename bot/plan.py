@@ -165,11 +165,16 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         here = read_inventory(tree, config, cache)
     if cutover is not None and here is not None and cutover.step == 1:
         return _release_plan(tree, config, graph, files, existing, cutover, here, before, cache)
-    template, template_source = render.resolve_template(tree, config)
-    config = wiring.keep_root(config, flux, template_source)
-    if cutover is not None and template_source == cutover.legacy.path:
-        # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
-        template = {**template, "spec": {**template["spec"], "prune": True}}
+    if cutover is not None and config.kustomization_template is None:
+        # Step 2: the waves are the legacy Kustomization but for name, path and dependsOn.
+        template, template_source = lifecycle.legacy_template(tree, cutover.legacy), cutover.legacy.path
+        if config.where("root_depends_on")[0] is None:
+            config = dataclasses.replace(config, root_depends_on=cutover.legacy.depends_on)
+    else:
+        template, template_source = render.resolve_template(tree, config)
+        config = wiring.keep_root(config, flux, template_source)
+    if cutover is not None:
+        lifecycle.check_wave_roots(flux, cutover.legacy, config.root_depends_on)
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
     protecting, held_findings = stepping.hold(tree, config, held, placed_as)
     moves += protecting
@@ -188,7 +193,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     findings = [*held_findings, *_placement_findings(files, graph, config)]
     findings += restored.regeneration_findings(tree, writes, config, template_source, base)
     if cutover is not None and here is not None:
-        findings.append(lifecycle.step_2_finding(cutover, here, config, waves))
+        findings.append(lifecycle.step_2_finding(
+            cutover, here, config, waves, template_source,
+            file_kept=any(c.path == cutover.legacy.path and c.action == "update" for c in retired)))
     if before is not None:
         assert base is not None
         removed, references, removal = waves_to_remove(tree, before, now, targets, config, fix_overlays,
@@ -242,8 +249,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     tier_report = tiers.check(planned, config, builds, base)
     findings += tier_report.findings
     findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
-    # The next safe step: a move that would lose data waits, its objects protected first. Only
-    # against a deployed revision: without one, an annotation in the work tree is not known deployed.
+    # The next safe step: a move that would lose data waits, its objects protected first. Without
+    # --base the work tree is what is deployed, so the same moves wait.
     unsafe = stepping.unsafe_moves(findings, files) if hold else {}
     if unsafe:
         return make_plan(tree, config, base, fix_overlays, {**held, **unsafe})
@@ -269,13 +276,18 @@ def _retire(
     patch files only it used. With --fix-overlays the waves' base entries take the legacy entry's
     place, in its style."""
     legacy = cutover.legacy
+    retired = lifecycle.retire_change(tree, legacy)
     refs = kustomization_references(tree, config, legacy.name, legacy.path)
-    read = {r.path: tree.read(r.path) for r in refs}
     base_entry = next((r for r in refs if r.key == "resources"), None)
+    if retired.action != "delete":  # the file keeps other documents, so its entry stays
+        refs = tuple(r for r in refs if r.key != "resources")
+    read = {r.path: tree.read(r.path) for r in [*refs, *([base_entry] if base_entry else [])]}
     if fix_overlays and base_entry is not None:
         read[base_entry.path] = lifecycle.wave_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
     changes = removal_changes(read, [r.item for r in refs])
-    changes.append(Change("delete", legacy.path))
+    if base_entry is not None and base_entry.path not in {c.path for c in changes} and fix_overlays:
+        changes.append(Change("update", base_entry.path, content=read[base_entry.path]))
+    changes.append(retired)
     # The apps directory's own kustomization, under whichever name kustomize accepts there.
     own = find_kustomization(tree, config.apps_dir)
     for path in sorted({*unused_patch_files(tree, refs), *([own] if own else [])}):

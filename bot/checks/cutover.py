@@ -19,12 +19,14 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from bot.checks.removal import ListItem
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.flux.inventory import FluxKustomization, Inventory, OwnedResource, source_dir
-from bot.flux.vocabulary import PRUNE_DISABLED, PRUNE_KEY
+from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
+from bot.layout import render
 from bot.layout import units as unitfs
 from bot.layout.placement import AppFile
 from bot.model import Change, Finding
@@ -66,6 +68,50 @@ def cutover(tree_flux: Sequence[FluxKustomization], base_inventory: Inventory | 
     return Cutover(legacy, 2 if releases else 1, where)
 
 
+def legacy_document(tree: Tree, legacy: FluxKustomization) -> tuple[int, yamlio.Document]:
+    """The legacy Kustomization's own document in its file (any name, any position), and its index."""
+    data = tree.read(legacy.path)
+    for index, doc in enumerate(yamlio.load(data, legacy.path)):
+        value = doc.value
+        if (isinstance(value, dict) and value.get("kind") == "Kustomization"
+                and str(value.get("apiVersion", "")).startswith(FLUX_GROUP + "/")
+                and isinstance(value.get("metadata"), dict) and value["metadata"].get("name") == legacy.name):
+            return index, doc
+    raise WaveBotError(f"holds no Flux Kustomization {legacy.name}", path=legacy.path)  # read from it just now
+
+
+def legacy_template(tree: Tree, legacy: FluxKustomization) -> Mapping[str, Any]:
+    """Step 2's template for the waves: the legacy document itself (whatever its file is called and
+    wherever in it), all but its name, path and dependsOn, with `prune: true` again (step 1 released
+    it, or the user did, only for the cutover)."""
+    _, doc = legacy_document(tree, legacy)
+    template = render.template_of(doc.value, legacy.path)
+    return {**template, "spec": {**template["spec"], "prune": True}}
+
+
+def check_wave_roots(flux: Sequence[FluxKustomization], legacy: FluxKustomization, depends_on: Sequence[str]) -> None:
+    """Wave 0 must depend only on Flux Kustomizations the repository has: one it does not have is never
+    Ready, and every wave would wait behind it forever."""
+    names = {k.name for k in flux}
+    missing = [name for name in depends_on if name not in names]
+    if missing:
+        raise WaveBotError(
+            f"wave 0 would depend on {', '.join(missing)}, which no Flux Kustomization in the repository is "
+            f"named, so no wave would ever start; {legacy.name} here depends on "
+            f"{', '.join(legacy.depends_on) or 'nothing'}",
+            path=legacy.path, line=legacy.line,
+            hint="set root_depends_on in .wave-bot.yaml to the Flux Kustomizations the app tier waits for "
+                 f"(or drop it, and wave 0 depends on what {legacy.name} depends on), then run wave-bot again")
+
+
+def retire_change(tree: Tree, legacy: FluxKustomization) -> Change:
+    """Step 2's edit of the legacy Kustomization's file: its document goes, every other document and
+    comment stays byte for byte; the file goes only when the legacy was all it held."""
+    index, _ = legacy_document(tree, legacy)
+    rest = yamledit.remove_document(tree.read(legacy.path), legacy.path, index)
+    return Change("delete", legacy.path) if rest is None else Change("update", legacy.path, content=rest)
+
+
 def _release_setting(legacy: FluxKustomization) -> tuple[str, str]:
     """The one spec field (and value) that makes deleting `legacy` delete nothing: with these
     policies the finalizer deletes whatever spec.prune says, so only Orphan releases."""
@@ -83,9 +129,7 @@ def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
     if not legacy.deletes_on_removal:
         return None
     data = tree.read(legacy.path)
-    docs = yamlio.load(data, legacy.path)
-    doc = next(d for d in docs if isinstance(d.value, dict)
-               and (d.value.get("metadata") or {}).get("name") == legacy.name)
+    index, doc = legacy_document(tree, legacy)
     spec = doc.value.get("spec") or {}
     key, value = _release_setting(legacy)
     lines = data.decode().splitlines(keepends=True)
@@ -102,8 +146,7 @@ def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
                                 "wave-bot again")
     edited = re.sub(rf"^(\s*{key}:\s*)([^\s#]+|\"[^\"]*\"|'[^']*')", rf"\g<1>{value}", lines[at], count=1)
     out = "".join([*lines[:at], edited, *lines[at + 1:]]).encode()
-    check = next(d for d in yamlio.load(out, legacy.path) if isinstance(d.value, dict)
-                 and (d.value.get("metadata") or {}).get("name") == legacy.name)
+    check = yamlio.load(out, legacy.path)[index]
     want = {**spec, key: released}
     if key not in spec or check.value.get("spec") != want:
         raise WaveBotError(f"cannot set spec.{key}: {value} on {legacy.name} by editing one line",
@@ -259,8 +302,13 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
     )
 
 
-def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequence[int]) -> Finding:
+def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequence[int],
+                   template_source: str = "", file_kept: bool = False) -> Finding:
     name = c.legacy.name
+    template = (f"each a copy of {name} from {c.legacy.path} but for name, path and dependsOn, with prune: true"
+                if template_source in ("", c.legacy.path) else f"generated from {template_source} as the template")
+    kept = (" (the file keeps its other documents, and its base entry stays)" if file_kept
+            else " (the file with it, and its base entry)")
     stateful = stateful_objects(inventory, c.legacy, config)
     checks = [f"kubectl get {o.id.kind.lower()}{'.' + o.id.group if o.id.group else ''} "
               f"{'-n ' + o.id.namespace + ' ' if o.id.namespace else ''}{o.id.name}" for o in stateful]
@@ -275,9 +323,9 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
         severity="info",
         message=f"cutover step 2 of 2: {name} is deployed without pruning on removal (according to {c.deployed}), "
                 f"so this change splits the app tier at once: every manifest moves byte for byte into waves "
-                f"{', '.join(map(str, waves))} (generated from {c.legacy.path} as the template, with prune: true), "
-                f"and {c.legacy.path}, its base entry, {config.apps_dir}/kustomization.yaml (and each grouping "
-                f"folder's: the waves list the unit directories) and the overlay "
+                f"{', '.join(map(str, waves))} ({template}), "
+                f"and {name}'s document in {c.legacy.path}{kept}, {config.apps_dir}/kustomization.yaml (and each "
+                f"grouping folder's: the waves list the unit directories) and the overlay "
                 f"patches (and patch files) only {name} matched are removed. On merge Flux deletes {name} "
                 "without deleting anything it applied, and the waves adopt every object in place. Next: merge, "
                 "then verify with the commands in the fix (waves Ready, databases and PVCs with their original "
@@ -290,7 +338,8 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 
 __all__ = [
-    "Cutover", "cutover", "group_kustomizations", "legacy_kustomization", "release_change",
+    "Cutover", "cutover", "group_kustomizations", "legacy_document", "legacy_kustomization", "release_change",
+    "check_wave_roots", "legacy_template", "retire_change",
     "stateful_objects",
     "step_1_finding", "step_2_finding", "wave_entries",
 ]
