@@ -190,6 +190,13 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     # Without changes the planned tree is the work tree: read it directly, not through the overlay.
     now = here if here is not None and not pending else read_inventory(
         PlannedTree(tree, pending) if pending else tree, config, cache)
+    if cutover is not None and here is not None:
+        # Everything the legacy applied stays applied, by the waves or another Flux Kustomization.
+        legacy_objects = [o for o in here.others if o.owner == cutover.legacy.name]
+        applied = {str(r.id) for r in now.resources} | {str(o.id) for o in now.others}
+        lost = lifecycle.left_behind(legacy_objects, applied, _unit_paths(files), config)
+        if lost:
+            raise lifecycle.left_behind_error(cutover.legacy, lost, config)
     findings = [*held_findings, *_placement_findings(files, graph, config)]
     findings += restored.regeneration_findings(tree, writes, config, template_source, base)
     if cutover is not None and here is not None:
@@ -296,6 +303,11 @@ def _retire(
     return changes
 
 
+def _unit_paths(files: list[AppFile]) -> list[str]:
+    """Where the declared units are now (file or directory)."""
+    return [f.path for f in files if f.node is not None]
+
+
 def _compact(changes: list[Change]) -> list[Change]:
     """One change per file: later edits of a file written earlier in the list fold into that write."""
     out: list[Change] = []
@@ -321,6 +333,10 @@ def _release_plan(
     staying = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
     deepest = max((f.target_wave for f in files if isinstance(f.target_wave, int)), default=None)
     step_1 = lifecycle.step_1_finding(cutover, here, config, deepest)
+    outside = lifecycle.outside_units(here, cutover.legacy, _unit_paths(files), config)
+    if outside:
+        exc = lifecycle.left_behind_error(cutover.legacy, outside, config)
+        step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop: {exc.message}; {exc.hint}")
     try:  # what would stop step 2 is said now, while step 1 waits to be deployed
         lifecycle.group_kustomizations(tree, config, files)
     except WaveBotError as exc:

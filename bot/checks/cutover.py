@@ -258,6 +258,58 @@ def _check_group_listing(tree: Tree, path: str, units: Mapping[str, AppFile]) ->
                 path=path, line=doc.info.line(("resources",)), hint=f"{fix}, then run wave-bot again")
 
 
+def _part(path: str, units: Sequence[str], config: Config) -> str:
+    """The part of the legacy's tree `path` belongs to: below the apps directory, its shallowest
+    directory holding no unit (so a whole undeclared tree is named once); elsewhere, the file."""
+    apps = posixpath.normpath(config.apps_dir)
+    if not path.startswith(apps + "/"):
+        return path
+    parts = path[len(apps) + 1:].split("/")
+    for depth in range(1, len(parts)):
+        folder = "/".join([apps, *parts[:depth]])
+        if not any(u == folder or u.startswith(folder + "/") for u in units):
+            return folder + "/"
+    return path
+
+
+def left_behind(legacy_objects: Sequence[OwnedResource], applied: set[str], units: Sequence[str],
+                config: Config) -> dict[str, int]:
+    """Part of the legacy's tree -> how many of its objects nothing applies once the legacy is gone
+    (`applied`: str() of every object a Flux Kustomization applies then)."""
+    out: dict[str, int] = {}
+    for o in legacy_objects:
+        if str(o.id) not in applied:
+            part = _part(o.path, units, config)
+            out[part] = out.get(part, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def outside_units(inventory: Inventory, legacy: FluxKustomization, units: Sequence[str], config: Config
+                  ) -> dict[str, int]:
+    """Step 1's view of `left_behind`: the legacy's objects defined under the apps directory outside
+    every declared unit (what the split moves)."""
+    apps = posixpath.normpath(config.apps_dir)
+    mine = [o for o in inventory.others if o.owner == legacy.name and o.path.startswith(apps + "/")
+            and not any(o.path == u or o.path.startswith(u + "/") for u in units)]
+    return left_behind(mine, set(), units, config)
+
+
+def left_behind_error(legacy: FluxKustomization, parts: Mapping[str, int], config: Config) -> WaveBotError:
+    """Step 2 refused: the split would leave what `legacy` applies outside the declared units applied by
+    nothing. Refused rather than given a Kustomization wave-bot makes up: that tree (often the
+    platform: CNI, storage, certificates) needs a name, an order and health checks the user decides."""
+    listed = ", ".join(f"{part} ({count} object(s))" for part, count in parts.items())
+    total = sum(parts.values())
+    return WaveBotError(
+        f"the split would leave {total} object(s) {legacy.name} applies outside the declared units applied by no "
+        f"Flux Kustomization once {legacy.name} is gone: {listed}",
+        path=legacy.path, line=legacy.line,
+        hint=f"declare what each holds as units under dependencies (a directory in a grouping folder, a file or "
+             f"directory directly in {config.apps_dir}/) so that it moves into a wave, or move it out of "
+             f"{config.apps_dir}/ into a tree another Flux Kustomization applies "
+             "(a file of a grouping folder: into the unit that needs it), then run wave-bot again")
+
+
 def stateful_objects(inventory: Inventory, legacy: FluxKustomization, config: Config) -> list[OwnedResource]:
     """The objects the legacy Kustomization applies whose deletion loses data."""
     from bot.flux.stateful import is_stateful
@@ -339,7 +391,7 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 __all__ = [
     "Cutover", "cutover", "group_kustomizations", "legacy_document", "legacy_kustomization", "release_change",
-    "check_wave_roots", "legacy_template", "retire_change",
+    "check_wave_roots", "left_behind", "left_behind_error", "legacy_template", "outside_units", "retire_change",
     "stateful_objects",
     "step_1_finding", "step_2_finding", "wave_entries",
 ]

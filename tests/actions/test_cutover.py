@@ -672,3 +672,36 @@ def test_a_wave_that_would_depend_on_a_kustomization_the_repository_lacks_is_an_
     assert code == 2 and snapshot(tiers_repo) == before
     assert "clusters/base/tiers.yaml" in err and "wave 0 would depend on platform-configs" in err
     assert "root_depends_on" in err
+
+
+# ---- nothing the legacy applied is left behind (issue 28, item 2) ----------------------------------
+
+
+def test_step_2_refuses_to_leave_what_no_unit_holds_applied_by_nothing_and_step_1_says_so(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # apps/ also applies a directory no declared unit is in (a platform piece living in the app tree).
+    write_files(flat_repo, {
+        "apps/infra/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                         "resources: [issuer.yaml]\n",
+        "apps/infra/issuer.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: issuer\n"
+                                  "  namespace: flux-system\n",
+    })
+    listing = flat_repo / "apps/kustomization.yaml"
+    listing.write_text(listing.read_text() + "  - infra\n")
+    git(flat_repo, "add", "-A")
+    git(flat_repo, "commit", "-q", "-m", "apps applies infra/ too")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (step_1,) = by_code(out, "cutover-step-1")
+    assert "Step 2 will stop: the split would leave 1 object(s) apps applies outside the declared units" in (
+        step_1["message"])
+    assert "apps/infra/ (1 object(s))" in step_1["message"]
+    git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    before = snapshot(flat_repo)
+    capsys.readouterr()
+    code = main(["apply", str(flat_repo), "--base", "HEAD", "--fix-overlays"])
+    err = capsys.readouterr().err
+    assert code == 2 and snapshot(flat_repo) == before
+    assert err.startswith("wave-bot: error: clusters/base/apps.yaml:")
+    assert "apps/infra/ (1 object(s))" in err and "declare what each holds as units under dependencies" in err
