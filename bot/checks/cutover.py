@@ -26,6 +26,7 @@ from bot.config import Config
 from bot.errors import WaveBotError
 from bot.flux.inventory import FluxKustomization, Inventory, OwnedResource, source_dir
 from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
+from bot.kustomize.repository import read_kustomizations
 from bot.layout import render
 from bot.layout import units as unitfs
 from bot.layout.placement import AppFile
@@ -310,6 +311,50 @@ def left_behind_error(legacy: FluxKustomization, parts: Mapping[str, int], confi
              "(a file of a grouping folder: into the unit that needs it), then run wave-bot again")
 
 
+def _moved(path: str, moving: Mapping[str, str]) -> tuple[str | None, str]:
+    """The moving unit `path` is in (None: none) and where `path` is once moved."""
+    for source, target in moving.items():
+        if path == source or path.startswith(source + "/"):
+            return source, target + path[len(source):]
+    return None, path
+
+
+def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequence[str]) -> None:
+    """Refuse a move that breaks a build: a kustomization that names a path across a moving unit's
+    boundary (into it from outside, or out of it from inside) would no longer build once the unit is one
+    level deeper in its wave. `replaced`: the kustomizations this change regenerates or deletes."""
+    moving = {c.source: c.path for c in moves if c.action == "move" and c.source}
+    if not moving:
+        return
+    gone = set(replaced)
+    for ref in read_kustomizations(tree, "").references:
+        if ref.kustomization in gone:
+            continue
+        here, here_after = _moved(ref.kustomization, moving)
+        there, there_after = _moved(ref.path, moving)
+        relative = posixpath.relpath(ref.path, posixpath.dirname(ref.kustomization) or ".")
+        if posixpath.normpath(posixpath.join(posixpath.dirname(here_after), relative)) == there_after:
+            continue  # inside one unit, neither moving, or a move at the same depth: the entry still holds
+        write = posixpath.relpath(there_after, posixpath.dirname(here_after))
+        if here is None and there is not None:
+            raise WaveBotError(
+                f"{ref.key} entry {ref.written} builds on {ref.path}, which this change moves into a wave "
+                f"({there_after}): this kustomization would no longer build, and the wave would apply {there} a "
+                "second time, without what this kustomization adds to it",
+                path=ref.kustomization, line=ref.line,
+                hint=f"a unit is applied by its wave alone: do not declare {posixpath.basename(there)} as a unit "
+                     f"while {posixpath.dirname(ref.kustomization) or '.'}/ builds on it (a per-environment overlay "
+                     "of a shared base cannot be split into waves this way; point apps_dir at the directory the "
+                     "cluster's app Kustomization applies and declare its own directories), then run wave-bot again")
+        assert here is not None  # neither moving keeps every entry
+        raise WaveBotError(
+            f"{ref.key} entry {ref.written} names {ref.path}, outside the unit {here}, which this change moves to "
+            f"{moving[here]}: from there the entry would name another path and the unit would no longer build",
+            path=ref.kustomization, line=ref.line,
+            hint=f"make the path independent of the unit's place (move what it names into {here}/), or move "
+                 f"{here} to {moving[here]} yourself and write {write} on that line, then run wave-bot again")
+
+
 def stateful_objects(inventory: Inventory, legacy: FluxKustomization, config: Config) -> list[OwnedResource]:
     """The objects the legacy Kustomization applies whose deletion loses data."""
     from bot.flux.stateful import is_stateful
@@ -390,8 +435,7 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 
 __all__ = [
-    "Cutover", "cutover", "group_kustomizations", "legacy_document", "legacy_kustomization", "release_change",
-    "check_wave_roots", "left_behind", "left_behind_error", "legacy_template", "outside_units", "retire_change",
-    "stateful_objects",
-    "step_1_finding", "step_2_finding", "wave_entries",
+    "Cutover", "check_references_kept", "check_wave_roots", "cutover", "group_kustomizations", "left_behind",
+    "left_behind_error", "legacy_document", "legacy_kustomization", "legacy_template", "outside_units",
+    "release_change", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding", "wave_entries",
 ]

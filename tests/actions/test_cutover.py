@@ -705,3 +705,49 @@ def test_step_2_refuses_to_leave_what_no_unit_holds_applied_by_nothing_and_step_
     assert code == 2 and snapshot(flat_repo) == before
     assert err.startswith("wave-bot: error: clusters/base/apps.yaml:")
     assert "apps/infra/ (1 object(s))" in err and "declare what each holds as units under dependencies" in err
+
+
+# ---- never a layout that does not build (issue 28, items 4 and 5) ----------------------------------
+
+DIR_LEGACY = {
+    ".wave-bot.yaml": "dependencies:\n  web: []\n",
+    "clusters/base/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                        "resources:\n  - apps.yaml\n",
+    "clusters/base/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n"
+                               "  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n"
+                               "  prune: false\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    "apps/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                               "resources:\n  - web\n",
+    "apps/web/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\n",
+    "components/common/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+                                            "labels:\n  - pairs:\n      team: web\n",
+}
+
+
+@pytest.mark.parametrize("case", ["unit-refers-out", "overlay-refers-in"])
+def test_a_move_that_would_break_a_relative_reference_is_refused_naming_the_line(
+    make_repo: Any, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, case: str
+) -> None:
+    files = dict(DIR_LEGACY)
+    unit = ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - config.yaml\n")
+    if case == "unit-refers-out":  # the unit's component, one level deeper once in apps/wave-0/
+        files["apps/web/kustomization.yaml"] = unit + "components:\n  - ../../components/common\n"
+    else:  # a per-environment overlay of the unit
+        files["apps/web/kustomization.yaml"] = unit
+        files["staging/kustomization.yaml"] = ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                               "resources:\n  - ../apps/web\n")
+    repo = make_repo(files, name=case)
+    build_ok(kubectl, repo / "apps")
+    before = snapshot(repo)
+    capsys.readouterr()
+    code = main(["apply", str(repo), "--base", "HEAD", "--fix-overlays"])
+    err = capsys.readouterr().err
+    assert code == 2 and snapshot(repo) == before, err
+    if case == "unit-refers-out":
+        assert err.startswith("wave-bot: error: apps/web/kustomization.yaml:6: components entry "
+                              "../../components/common names components/common, outside the unit apps/web")
+        assert "write ../../../components/common on that line" in err
+    else:
+        assert err.startswith("wave-bot: error: staging/kustomization.yaml:4: resources entry ../apps/web builds on "
+                              "apps/web, which this change moves into a wave (apps/wave-0/web)")
+        assert "do not declare web as a unit while staging/ builds on it" in err
