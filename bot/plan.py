@@ -194,8 +194,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     if cutover is not None and here is not None:
         # Everything the legacy applied stays applied, by the waves or another Flux Kustomization.
         legacy_objects = [o for o in here.others if o.owner == cutover.legacy.name]
-        applied = {str(r.id) for r in now.resources} | {str(o.id) for o in now.others}
-        lost = lifecycle.left_behind(legacy_objects, applied, _unit_paths(files), config)
+        loose = bool(cutover.legacy.target_namespace)
+        applied = {lifecycle.object_key(r.id, loose) for r in [*now.resources, *now.others]}
+        lost = lifecycle.left_behind(legacy_objects, applied, _unit_paths(files), config, loose)
         if lost:
             raise lifecycle.left_behind_error(cutover.legacy, lost, config)
     findings = [*held_findings, *_placement_findings(files, graph, config)]

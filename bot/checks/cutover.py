@@ -32,6 +32,7 @@ from bot.layout import units as unitfs
 from bot.layout.placement import AppFile
 from bot.model import Change, Finding
 from bot.repo.tree import Tree
+from bot.resid import ResourceId
 from bot.yamlio import documents as yamlio
 from bot.yamlio import edit as yamledit
 
@@ -273,13 +274,19 @@ def _part(path: str, units: Sequence[str], config: Config) -> str:
     return path
 
 
+def object_key(rid: ResourceId, loose: bool) -> str:
+    """How `left_behind` tells objects apart: `loose` leaves the namespace out (a legacy with a
+    targetNamespace, which the waves copy: the inventory of each side may place it differently)."""
+    return f"{rid.group}/{rid.kind}/{rid.name}" if loose else str(rid)
+
+
 def left_behind(legacy_objects: Sequence[OwnedResource], applied: set[str], units: Sequence[str],
-                config: Config) -> dict[str, int]:
+                config: Config, loose: bool = False) -> dict[str, int]:
     """Part of the legacy's tree -> how many of its objects nothing applies once the legacy is gone
-    (`applied`: str() of every object a Flux Kustomization applies then)."""
+    (`applied`: `object_key` of every object a Flux Kustomization applies then)."""
     out: dict[str, int] = {}
     for o in legacy_objects:
-        if str(o.id) not in applied:
+        if object_key(o.id, loose) not in applied:
             part = _part(o.path, units, config)
             out[part] = out.get(part, 0) + 1
     return dict(sorted(out.items()))
@@ -436,6 +443,6 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 __all__ = [
     "Cutover", "check_references_kept", "check_wave_roots", "cutover", "group_kustomizations", "left_behind",
-    "left_behind_error", "legacy_document", "legacy_kustomization", "legacy_template", "outside_units",
+    "left_behind_error", "legacy_document", "legacy_kustomization", "legacy_template", "object_key", "outside_units",
     "release_change", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding", "wave_entries",
 ]

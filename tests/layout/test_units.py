@@ -137,17 +137,12 @@ def test_a_unit_directory_moving_later_is_judged_on_its_build(
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "split")
     (repo / "catalog/postgres.yaml").write_text(service("postgres", "web"))
-    # Without --base the work tree is taken as deployed and the move is planned as it is (with a
-    # deployed base, apply holds it: tests/fixes/test_stepping.py).
+    # Without --base the work tree is taken as deployed: the move loses the claim, so it is held.
     code, out = run(repo, capsys, "plan")
-    capsys.readouterr()
-    main(["plan", str(repo), "--format", "markdown"])
-    report = capsys.readouterr().out
-    assert "| `postgres/` | wave 0 | wave 1 |" in report  # a move, not a unit new to the waves
-    moved = [f for f in out["findings"] if f["code"] == "later-wave-move"]
+    (held,) = [f for f in out["findings"] if f["code"] == "move-held"]
+    assert held["path"] == "apps/wave-0/postgres" and "belongs in wave 1" in held["message"]
     # The claim is in namespace db (the directory's kustomization), not the one its file names.
-    assert [(f["severity"], f["resource"]) for f in moved if "PersistentVolumeClaim" in f["resource"]] == [
-        ("error", "PersistentVolumeClaim db/data")]
+    assert "`PersistentVolumeClaim db/data`" in held["message"]
     assert code == 0  # plan reports; check is what fails
 
 
@@ -589,8 +584,21 @@ def test_a_grouping_kustomization_listing_what_the_waves_will_goes_with_the_spli
                                          "  - radarr/ks.yaml\n  - ./radarr/app\n",
         "apps/media/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: media\n",
     }, ("apps/media/radarr/kustomization.yaml",))
+    # Its Namespace is in no unit: once `apps` is gone nothing would apply it, so the split waits.
+    before = snapshot(repo)
+    capsys.readouterr()
+    assert main(["apply", str(repo), "--base", "HEAD", "--fix-overlays"]) == 2 and snapshot(repo) == before
+    err = capsys.readouterr().err
+    assert "apps/media/namespace.yaml (1 object(s))" in err
+    (repo / "apps/media/namespace.yaml").rename(repo / "apps/media/sonarr/namespace.yaml")
+    media = repo / "apps/media/kustomization.yaml"
+    media.write_text(media.read_text().replace("  - namespace.yaml\n", ""))
+    sonarr = repo / "apps/media/sonarr/kustomization.yaml"
+    sonarr.write_text(sonarr.read_text() + "  - namespace.yaml\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the Namespace into the unit that needs it, as the error says")
     out = split_replaces_the_grouping_kustomization(repo, capsys)
-    assert [f["path"] for f in out["findings"] if f["code"] == "unplaced-file"] == ["apps/media/namespace.yaml"]
+    assert not [f for f in out["findings"] if f["code"] == "unplaced-file"]
 
 
 @pytest.mark.parametrize("text", ["- ./sonarr\n- ./radarr\n", KUSTOMIZE + "resources: ./sonarr\n",
