@@ -195,7 +195,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         # Everything the legacy applied stays applied, by the waves or another Flux Kustomization.
         legacy_objects = [o for o in here.others if o.owner == cutover.legacy.name]
         loose = bool(cutover.legacy.target_namespace)
-        applied = {lifecycle.object_key(r.id, loose) for r in [*now.resources, *now.others]}
+        applied = {lifecycle.object_key(r.id, loose) for r in now.resources}
+        applied |= {lifecycle.object_key(o.id, loose) for o in now.others}
         lost = lifecycle.left_behind(legacy_objects, applied, _unit_paths(files), config, loose)
         if lost:
             raise lifecycle.left_behind_error(cutover.legacy, lost, config)
