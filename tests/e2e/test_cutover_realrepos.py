@@ -218,7 +218,7 @@ def run_the_cutover(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kub
     waves = {n: d for n, (_, d) in flux_after.items() if n not in flux_before}
     assert waves
     same = {k: v for k, v in legacy_doc["spec"].items() if k not in ("path", "dependsOn")}
-    for name, doc in waves.items():
+    for doc in waves.values():
         assert {k: v for k, v in doc["spec"].items() if k not in ("path", "dependsOn")} == {**same, "prune": True}
         assert {k: v for k, v in doc["metadata"].items() if k != "name"} == {
             k: v for k, v in legacy_doc["metadata"].items() if k != "name"}
