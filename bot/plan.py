@@ -345,7 +345,11 @@ def _release_plan(
     except WaveBotError as exc:
         step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop at {exc.location()}: "
                                                      f"{exc.message}; {exc.hint}")
-    findings = [*_placement_findings(staying, graph, config), step_1]
+    # Nothing moves at step 1, so a file no unit places changes nothing yet: step 2 needs it placed
+    # (step 1's finding names every part), but this change itself must pass `check`.
+    findings = [dataclasses.replace(f, severity="warning") if f.code == "unplaced-file" else f
+                for f in _placement_findings(staying, graph, config)]
+    findings.append(step_1)
     placed = [dataclasses.replace(f, path=f.target, wave=f.target_wave) for f in files]
     split_sides = tuple(sorted({f.target_wave for f in files if isinstance(f.target_wave, Side)}))
     split = Plan(config, graph, tuple(placed), tuple(range(deepest + 1)) if deepest is not None else (), (), (),

@@ -199,12 +199,28 @@ def group_kustomizations(tree: Tree, config: Config, files: Sequence[AppFile]) -
         if file.is_dir and file.node is not None and file.wave is None and folder != config.apps_dir:
             units_in.setdefault(folder, {})[file.name] = file
     out = []
+    problems: list[WaveBotError] = []
     for folder, units in sorted(units_in.items()):
         own = unitfs.own_kustomization(tree, folder)
         if own is not None:
-            _check_group_listing(tree, own, units)
+            try:
+                _check_group_listing(tree, own, units)
+            except WaveBotError as exc:  # every folder's problem at once: one run, one list of edits
+                problems.append(exc)
             out.append(own)
+    if problems:
+        raise _all_of(problems)
     return out
+
+
+def _all_of(problems: Sequence[WaveBotError]) -> WaveBotError:
+    """One input error naming every grouping folder to change, each with its own edit."""
+    first = problems[0]
+    if len(problems) == 1:
+        return first
+    rest = "; ".join(f"{p.location()}: {p.message} (fix: {p.hint})" for p in problems[1:])
+    return WaveBotError(f"{first.message}. {len(problems) - 1} more grouping folder(s) to change the same way: "
+                        f"{rest}", path=first.path, line=first.line, hint=first.hint)
 
 
 def _check_group_listing(tree: Tree, path: str, units: Mapping[str, AppFile]) -> None:

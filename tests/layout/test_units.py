@@ -637,3 +637,30 @@ def test_step_1_says_what_will_stop_step_2(make_repo: Callable[..., Path], capsy
         "apps/media/; the cutover replaces this file: each wave's kustomization lists the unit directories themselves, "
         "so namespace would no longer apply; move namespace into the own kustomization.yaml of each unit in "
         "apps/media/ that needs it (a unit directory may have one), keep only resources here, then run wave-bot again")
+
+
+def test_step_1_names_every_grouping_folder_step_2_would_refuse_and_its_own_change_passes_check(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # Both grouping folders set a namespace (cluster-template's shape) and keep their Namespace beside
+    # the units; `apps` still prunes, so this is step 1.
+    ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n"
+    repo = grouped_repo(make_repo, {
+        "clusters/base/apps.yaml": LEGACY,
+        "apps/media/kustomization.yaml": KUSTOMIZE + "namespace: media\nresources:\n  - namespace.yaml\n"
+                                         "  - ./sonarr\n  - ./radarr\n",
+        "apps/media/namespace.yaml": ns.format("media"),
+        "apps/db/kustomization.yaml": KUSTOMIZE + "namespace: db\nresources:\n  - namespace.yaml\n  - ./postgres\n",
+        "apps/db/namespace.yaml": ns.format("db"),
+    })
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (step,) = [f for f in out["findings"] if f["code"] == "cutover-step-1"]
+    for folder in ("db", "media"):  # every folder at once, each with its edit
+        assert f"apps/{folder}/kustomization.yaml:3: sets namespace" in step["message"] or (
+            f"Step 2 will stop at apps/{folder}/kustomization.yaml:3" in step["message"])
+        assert f"move namespace into the own kustomization.yaml of each unit in apps/{folder}/" in step["message"]
+        assert f"apps/{folder}/namespace.yaml (1 object(s))" in step["message"]
+    git(repo, "commit", "-qam", "step 1")
+    # Step 1's own pull request passes check: it only releases `apps`.
+    capsys.readouterr()
+    assert main(["check", str(repo), "--base", "HEAD~1"]) == 0, capsys.readouterr()
