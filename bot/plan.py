@@ -185,7 +185,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         retired += [Change("delete", path) for path in lifecycle.group_kustomizations(tree, config, files)]
     # What Flux will apply once this lands, and (against the base) what it will delete.
     pending = [*moves, *writes, *retired]
-    lifecycle.check_references_kept(tree, moves, [c.path for c in [*writes, *retired]])
+    lifecycle.check_references_kept(tree, moves, [c.path for c in [*writes, *retired]], config)
     # With nothing to change (the steady state of most bot runs) what Flux applies once this lands
     # is the work tree, already read: reading it again would only repeat the same inventory.
     # Without changes the planned tree is the work tree: read it directly, not through the overlay.

@@ -342,16 +342,21 @@ def _moved(path: str, moving: Mapping[str, str]) -> tuple[str | None, str]:
     return None, path
 
 
-def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequence[str]) -> None:
+def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequence[str], config: Config) -> None:
     """Refuse a move that breaks a build: a kustomization that names a path across a moving unit's
     boundary (into it from outside, or out of it from inside) would no longer build once the unit is one
-    level deeper in its wave. `replaced`: the kustomizations this change regenerates or deletes."""
+    level deeper in its wave. `replaced`: the kustomizations this change regenerates or deletes. The
+    apps directory's and the grouping folders' own kustomizations list the units as the waves will:
+    the cutover replaces them, and without a legacy Kustomization nothing builds them."""
     moving = {c.source: c.path for c in moves if c.action == "move" and c.source}
     if not moving:
         return
     gone = set(replaced)
+    apps = posixpath.normpath(config.apps_dir)
     for ref in read_kustomizations(tree, "").references:
-        if ref.kustomization in gone:
+        folder = posixpath.dirname(ref.kustomization)
+        if ref.kustomization in gone or folder == apps or folder.startswith(apps + "/") and any(
+                source.startswith(folder + "/") for source in moving):
             continue
         here, here_after = _moved(ref.kustomization, moving)
         there, there_after = _moved(ref.path, moving)
