@@ -30,6 +30,7 @@ from bot.fixes import stepping
 from bot.flux.inventory import Inventory, read_flux_kustomizations, read_inventory
 from bot.flux.manifests import ParseCache
 from bot.flux.ownership import ownership
+from bot.kustomize import build as kustomize
 from bot.kustomize.files import find_kustomization
 from bot.kustomize.repository import Builds
 from bot.layout import render, units, wiring
@@ -261,7 +262,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
     # The next safe step: a move that would lose data waits, its objects protected first. Without
     # --base the work tree is what is deployed, so the same moves wait.
-    unsafe = stepping.unsafe_moves(findings, files) if hold else {}
+    unsafe = stepping.unsafe_moves(findings, files, _built_units(tree, files)) if hold else {}
     if unsafe:
         return make_plan(tree, config, base, fix_overlays, {**held, **unsafe})
     return Plan(
@@ -304,6 +305,19 @@ def _retire(
         if tree.kind(path) == "file":
             changes.append(Change("delete", path))
     return changes
+
+
+def _built_units(tree: Tree, files: list[AppFile]) -> dict[str, frozenset[str]]:
+    """Moving unit directory -> what its kustomization's build applies, objects from bases and
+    components outside it included (their move loses them as much as the unit's own)."""
+    out = {}
+    for file in files:
+        if file.is_dir and file.moves and find_kustomization(tree, file.path) is not None:
+            try:
+                out[file.path] = frozenset(str(o.id) for o in kustomize.build(tree, file.path).objects)
+            except WaveBotError:
+                continue  # the inventory reports what does not build
+    return out
 
 
 def _unit_paths(files: list[AppFile]) -> list[str]:

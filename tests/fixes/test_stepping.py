@@ -15,7 +15,7 @@ from bot.config import load_config
 from bot.plan import make_plan
 from bot.repo.worktree import FsTree
 
-from conftest import Kubectl, git
+from conftest import PROJECT, Kubectl, git
 from support.fluxsim import PRUNE, simulate
 
 PLEX = "apps/wave-0/plex.yaml"
@@ -484,3 +484,35 @@ def test_a_manifest_that_sets_another_prune_value_is_told_to_change_it_not_to_an
     git(repo, "commit", "-qam", "wave-bot: move")
     assert (repo / "apps/wave-2/plex.yaml").is_file()
     assert simulate(deployed, files_at(repo, "HEAD")).deleted == set()
+
+
+def test_a_unit_whose_namespace_comes_from_a_base_outside_it_is_held_whole(
+    make_repo: Any, capsys: Any
+) -> None:
+    """jellyfin's Namespace is defined in bases/media/ (its kustomization names ../../../../bases/media):
+    moving jellyfin a wave later deletes that Namespace too, so the unit is held as a whole."""
+    example = PROJECT / "examples" / "dir-per-app"
+    files: dict[str, str | bytes] = {str(p.relative_to(example)): p.read_bytes() for p in example.rglob("*")
+                                     if p.is_file()}
+    unit = "apps/wave-1/media/jellyfin"
+    files["bases/media/namespace.yaml"] = files.pop(f"{unit}/namespace.yaml")
+    files["bases/media/kustomization.yaml"] = ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                               "resources:\n  - namespace.yaml\n")
+    kustomization = files[f"{unit}/kustomization.yaml"]
+    assert isinstance(kustomization, bytes)
+    files[f"{unit}/kustomization.yaml"] = kustomization.replace(b"  - namespace.yaml\n",
+                                                                b"  - ../../../../bases/media\n")
+    repo = make_repo(files, name="based")
+    config = repo / ".wave-bot.yaml"
+    config.write_text(config.read_text().replace("  redis: []\n", "  redis: [postgres]\n")
+                      .replace("  jellyfin: [postgres]\n", "  jellyfin: [postgres, redis]\n"))
+    git(repo, "commit", "-qam", "jellyfin needs redis, redis needs postgres")
+    deployed = files_at(repo, "HEAD")
+    capsys.readouterr()
+    assert main(["apply", str(repo), "--base", "HEAD", "--format", "json"]) == 0
+    held = [f for f in findings_of(capsys.readouterr().out) if f["code"] == "move-held"]
+    assert unit in [f["path"] for f in held]
+    assert (repo / unit).is_dir() and not (repo / "apps/wave-2/media/jellyfin").exists()
+    assert "`Namespace media`" in next(f["message"] for f in held if f["path"] == unit)
+    # What apply left (redis held too: its own Namespace) deletes nothing once merged.
+    assert simulate(deployed, files_at_work(repo)).deleted == set()
