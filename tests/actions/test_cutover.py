@@ -654,6 +654,9 @@ def test_the_cutover_edits_only_the_legacy_document_and_the_waves_copy_it(
             k: v for k, v in legacy["spec"].items() if k not in strip}
         assert wave["spec"]["dependsOn"] == ([{"name": "platform-config"}] if n == 0 else [{"name": names[n - 1]}])
         assert after[name]["spec"]["dependsOn"][0]["name"] in after  # it exists where Flux looks
+    # The patch reads as the legacy wrote it: a literal block, not one quoted line.
+    assert ("  patches:\n    - patch: |\n        - op: add\n          path: /metadata/labels/tier\n"
+            in (tiers_repo / "clusters/base/apps-wave-0.yaml").read_text())
     build_ok(kubectl, tiers_repo / "clusters/prod")
 
 
