@@ -18,10 +18,16 @@ def apply_as_is(repo: Path, fix_overlays: bool = False) -> None:
     apply_changes(str(repo), plan.changes, mover(str(repo)))
 
 
+def plan_as_is(repo: Path) -> Any:
+    """`wave-bot plan`'s Plan for the moves as they are, none held."""
+    tree = FsTree(str(repo))
+    return make_plan(tree, load_config(tree), hold=False)
+
+
 def findings_as_is(repo: Path) -> list[dict[str, Any]]:
     """`wave-bot plan`'s findings (JSON) for the moves as they are, none held."""
     tree = FsTree(str(repo))
     return [f.to_json() for f in make_plan(tree, load_config(tree), hold=False).findings]
 
 
-__all__ = ["apply_as_is", "findings_as_is"]
+__all__ = ["apply_as_is", "findings_as_is", "plan_as_is"]
