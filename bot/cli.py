@@ -71,17 +71,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     _print(plan, args)
     errors = sum(f.severity == "error" for f in plan.findings)
     fix_them = f"fix the {errors} error(s) listed above as each one says" if errors else ""
-    # Without a deployed revision apply makes every move, so advice to run it must not cover one
-    # that loses data: against --base, apply protects those objects first instead.
-    from bot.fixes.stepping import unsafe_moves
-
-    unsafe = [h for h in unsafe_moves(plan.findings, plan.files).values() if h.losing] if not args.base else []
-    if plan.changes and unsafe:
-        also = f"; {fix_them}" if errors else ""
-        sys.stderr.write(f"wave-bot: check failed: the wave layout is out of date, and {len(unsafe)} of its moves "
-                         "would lose data: run `wave-bot apply --base <the deployed revision, e.g. origin/main>`, "
-                         f"which protects their objects first and moves them once that is deployed{also}\n")
-    elif plan.changes:
+    if plan.changes:
         also = f"; {fix_them} (`wave-bot apply` does not clear them)" if errors else ""
         sys.stderr.write(f"wave-bot: check failed: the wave layout is out of date: run `wave-bot apply` to make the "
                          f"{len(plan.changes)} change(s){also}\n")

@@ -30,6 +30,7 @@ from bot.fixes import stepping
 from bot.flux.inventory import Inventory, read_flux_kustomizations, read_inventory
 from bot.flux.manifests import ParseCache
 from bot.flux.ownership import ownership
+from bot.kustomize import build as kustomize
 from bot.kustomize.files import find_kustomization
 from bot.kustomize.repository import Builds
 from bot.layout import render, units, wiring
@@ -165,11 +166,16 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         here = read_inventory(tree, config, cache)
     if cutover is not None and here is not None and cutover.step == 1:
         return _release_plan(tree, config, graph, files, existing, cutover, here, before, cache)
-    template, template_source = render.resolve_template(tree, config)
-    config = wiring.keep_root(config, flux, template_source)
-    if cutover is not None and template_source == cutover.legacy.path:
-        # The legacy Kustomization was released (prune: false) for the cutover; the waves prune again.
-        template = {**template, "spec": {**template["spec"], "prune": True}}
+    if cutover is not None and config.kustomization_template is None:
+        # Step 2: the waves are the legacy Kustomization but for name, path and dependsOn.
+        template, template_source = lifecycle.legacy_template(tree, cutover.legacy), cutover.legacy.path
+        if config.where("root_depends_on")[0] is None:
+            config = dataclasses.replace(config, root_depends_on=cutover.legacy.depends_on)
+    else:
+        template, template_source = render.resolve_template(tree, config)
+        config = wiring.keep_root(config, flux, template_source)
+    if cutover is not None:
+        lifecycle.check_wave_roots(flux, cutover.legacy, config.root_depends_on)
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
     protecting, held_findings = stepping.hold(tree, config, held, placed_as)
     moves += protecting
@@ -180,15 +186,27 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         retired += [Change("delete", path) for path in lifecycle.group_kustomizations(tree, config, files)]
     # What Flux will apply once this lands, and (against the base) what it will delete.
     pending = [*moves, *writes, *retired]
+    lifecycle.check_references_kept(tree, moves, [c.path for c in [*writes, *retired]], config)
     # With nothing to change (the steady state of most bot runs) what Flux applies once this lands
     # is the work tree, already read: reading it again would only repeat the same inventory.
     # Without changes the planned tree is the work tree: read it directly, not through the overlay.
     now = here if here is not None and not pending else read_inventory(
         PlannedTree(tree, pending) if pending else tree, config, cache)
+    if cutover is not None and here is not None:
+        # Everything the legacy applied stays applied, by the waves or another Flux Kustomization.
+        legacy_objects = [o for o in here.others if o.owner == cutover.legacy.name]
+        loose = bool(cutover.legacy.target_namespace)
+        applied = {lifecycle.object_key(r.id, loose) for r in now.resources}
+        applied |= {lifecycle.object_key(o.id, loose) for o in now.others}
+        lost = lifecycle.left_behind(legacy_objects, applied, _unit_paths(files), config, loose)
+        if lost:
+            raise lifecycle.left_behind_error(cutover.legacy, lost, config)
     findings = [*held_findings, *_placement_findings(files, graph, config)]
     findings += restored.regeneration_findings(tree, writes, config, template_source, base)
     if cutover is not None and here is not None:
-        findings.append(lifecycle.step_2_finding(cutover, here, config, waves))
+        findings.append(lifecycle.step_2_finding(
+            cutover, here, config, waves, template_source,
+            file_kept=any(c.path == cutover.legacy.path and c.action == "update" for c in retired)))
     if before is not None:
         assert base is not None
         removed, references, removal = waves_to_remove(tree, before, now, targets, config, fix_overlays,
@@ -242,9 +260,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     tier_report = tiers.check(planned, config, builds, base)
     findings += tier_report.findings
     findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
-    # The next safe step: a move that would lose data waits, its objects protected first. Only
-    # against a deployed revision: without one, an annotation in the work tree is not known deployed.
-    unsafe = stepping.unsafe_moves(findings, files) if base is not None and hold else {}
+    # The next safe step: a move that would lose data waits, its objects protected first. Without
+    # --base the work tree is what is deployed, so the same moves wait.
+    unsafe = stepping.unsafe_moves(findings, files, _built_units(tree, files)) if hold else {}
     if unsafe:
         return make_plan(tree, config, base, fix_overlays, {**held, **unsafe})
     return Plan(
@@ -269,19 +287,42 @@ def _retire(
     patch files only it used. With --fix-overlays the waves' base entries take the legacy entry's
     place, in its style."""
     legacy = cutover.legacy
+    retired = lifecycle.retire_change(tree, legacy)
     refs = kustomization_references(tree, config, legacy.name, legacy.path)
-    read = {r.path: tree.read(r.path) for r in refs}
     base_entry = next((r for r in refs if r.key == "resources"), None)
+    if retired.action != "delete":  # the file keeps other documents, so its entry stays
+        refs = tuple(r for r in refs if r.key != "resources")
+    read = {r.path: tree.read(r.path) for r in [*refs, *([base_entry] if base_entry else [])]}
     if fix_overlays and base_entry is not None:
         read[base_entry.path] = lifecycle.wave_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
     changes = removal_changes(read, [r.item for r in refs])
-    changes.append(Change("delete", legacy.path))
+    if base_entry is not None and base_entry.path not in {c.path for c in changes} and fix_overlays:
+        changes.append(Change("update", base_entry.path, content=read[base_entry.path]))
+    changes.append(retired)
     # The apps directory's own kustomization, under whichever name kustomize accepts there.
     own = find_kustomization(tree, config.apps_dir)
     for path in sorted({*unused_patch_files(tree, refs), *([own] if own else [])}):
         if tree.kind(path) == "file":
             changes.append(Change("delete", path))
     return changes
+
+
+def _built_units(tree: Tree, files: list[AppFile]) -> dict[str, frozenset[str]]:
+    """Moving unit directory -> what its kustomization's build applies, objects from bases and
+    components outside it included (their move loses them as much as the unit's own)."""
+    out = {}
+    for file in files:
+        if file.is_dir and file.moves and find_kustomization(tree, file.path) is not None:
+            try:
+                out[file.path] = frozenset(str(o.id) for o in kustomize.build(tree, file.path).objects)
+            except WaveBotError:
+                continue  # the inventory reports what does not build
+    return out
+
+
+def _unit_paths(files: list[AppFile]) -> list[str]:
+    """Where the declared units are now (file or directory)."""
+    return [f.path for f in files if f.node is not None]
 
 
 def _compact(changes: list[Change]) -> list[Change]:
@@ -309,12 +350,20 @@ def _release_plan(
     staying = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
     deepest = max((f.target_wave for f in files if isinstance(f.target_wave, int)), default=None)
     step_1 = lifecycle.step_1_finding(cutover, here, config, deepest)
+    outside = lifecycle.outside_units(here, cutover.legacy, _unit_paths(files), config)
+    if outside:
+        exc = lifecycle.left_behind_error(cutover.legacy, outside, config)
+        step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop: {exc.message}; {exc.hint}")
     try:  # what would stop step 2 is said now, while step 1 waits to be deployed
         lifecycle.group_kustomizations(tree, config, files)
     except WaveBotError as exc:
         step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop at {exc.location()}: "
                                                      f"{exc.message}; {exc.hint}")
-    findings = [*_placement_findings(staying, graph, config), step_1]
+    # Nothing moves at step 1, so a file no unit places changes nothing yet: step 2 needs it placed
+    # (step 1's finding names every part), but this change itself must pass `check`.
+    findings = [dataclasses.replace(f, severity="warning") if f.code == "unplaced-file" else f
+                for f in _placement_findings(staying, graph, config)]
+    findings.append(step_1)
     placed = [dataclasses.replace(f, path=f.target, wave=f.target_wave) for f in files]
     split_sides = tuple(sorted({f.target_wave for f in files if isinstance(f.target_wave, Side)}))
     split = Plan(config, graph, tuple(placed), tuple(range(deepest + 1)) if deepest is not None else (), (), (),

@@ -19,16 +19,20 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from bot.checks.removal import ListItem
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.flux.inventory import FluxKustomization, Inventory, OwnedResource, source_dir
-from bot.flux.vocabulary import PRUNE_DISABLED, PRUNE_KEY
+from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
+from bot.kustomize.repository import read_kustomizations
+from bot.layout import render
 from bot.layout import units as unitfs
 from bot.layout.placement import AppFile
 from bot.model import Change, Finding
 from bot.repo.tree import Tree
+from bot.resid import ResourceId
 from bot.yamlio import documents as yamlio
 from bot.yamlio import edit as yamledit
 
@@ -66,6 +70,50 @@ def cutover(tree_flux: Sequence[FluxKustomization], base_inventory: Inventory | 
     return Cutover(legacy, 2 if releases else 1, where)
 
 
+def legacy_document(tree: Tree, legacy: FluxKustomization) -> tuple[int, yamlio.Document]:
+    """The legacy Kustomization's own document in its file (any name, any position), and its index."""
+    data = tree.read(legacy.path)
+    for index, doc in enumerate(yamlio.load(data, legacy.path)):
+        value = doc.value
+        if (isinstance(value, dict) and value.get("kind") == "Kustomization"
+                and str(value.get("apiVersion", "")).startswith(FLUX_GROUP + "/")
+                and isinstance(value.get("metadata"), dict) and value["metadata"].get("name") == legacy.name):
+            return index, doc
+    raise WaveBotError(f"holds no Flux Kustomization {legacy.name}", path=legacy.path)  # read from it just now
+
+
+def legacy_template(tree: Tree, legacy: FluxKustomization) -> Mapping[str, Any]:
+    """Step 2's template for the waves: the legacy document itself (whatever its file is called and
+    wherever in it), all but its name, path and dependsOn, with `prune: true` again (step 1 released
+    it, or the user did, only for the cutover)."""
+    _, doc = legacy_document(tree, legacy)
+    template = render.template_of(doc.value, legacy.path)
+    return {**template, "spec": {**template["spec"], "prune": True}}
+
+
+def check_wave_roots(flux: Sequence[FluxKustomization], legacy: FluxKustomization, depends_on: Sequence[str]) -> None:
+    """Wave 0 must depend only on Flux Kustomizations the repository has: one it does not have is never
+    Ready, and every wave would wait behind it forever."""
+    names = {k.name for k in flux}
+    missing = [name for name in depends_on if name not in names]
+    if missing:
+        raise WaveBotError(
+            f"wave 0 would depend on {', '.join(missing)}, which no Flux Kustomization in the repository is "
+            f"named, so no wave would ever start; {legacy.name} here depends on "
+            f"{', '.join(legacy.depends_on) or 'nothing'}",
+            path=legacy.path, line=legacy.line,
+            hint="set root_depends_on in .wave-bot.yaml to the Flux Kustomizations the app tier waits for "
+                 f"(or drop it, and wave 0 depends on what {legacy.name} depends on), then run wave-bot again")
+
+
+def retire_change(tree: Tree, legacy: FluxKustomization) -> Change:
+    """Step 2's edit of the legacy Kustomization's file: its document goes, every other document and
+    comment stays byte for byte; the file goes only when the legacy was all it held."""
+    index, _ = legacy_document(tree, legacy)
+    rest = yamledit.remove_document(tree.read(legacy.path), legacy.path, index)
+    return Change("delete", legacy.path) if rest is None else Change("update", legacy.path, content=rest)
+
+
 def _release_setting(legacy: FluxKustomization) -> tuple[str, str]:
     """The one spec field (and value) that makes deleting `legacy` delete nothing: with these
     policies the finalizer deletes whatever spec.prune says, so only Orphan releases."""
@@ -83,9 +131,7 @@ def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
     if not legacy.deletes_on_removal:
         return None
     data = tree.read(legacy.path)
-    docs = yamlio.load(data, legacy.path)
-    doc = next(d for d in docs if isinstance(d.value, dict)
-               and (d.value.get("metadata") or {}).get("name") == legacy.name)
+    index, doc = legacy_document(tree, legacy)
     spec = doc.value.get("spec") or {}
     key, value = _release_setting(legacy)
     lines = data.decode().splitlines(keepends=True)
@@ -102,8 +148,7 @@ def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
                                 "wave-bot again")
     edited = re.sub(rf"^(\s*{key}:\s*)([^\s#]+|\"[^\"]*\"|'[^']*')", rf"\g<1>{value}", lines[at], count=1)
     out = "".join([*lines[:at], edited, *lines[at + 1:]]).encode()
-    check = next(d for d in yamlio.load(out, legacy.path) if isinstance(d.value, dict)
-                 and (d.value.get("metadata") or {}).get("name") == legacy.name)
+    check = yamlio.load(out, legacy.path)[index]
     want = {**spec, key: released}
     if key not in spec or check.value.get("spec") != want:
         raise WaveBotError(f"cannot set spec.{key}: {value} on {legacy.name} by editing one line",
@@ -154,12 +199,28 @@ def group_kustomizations(tree: Tree, config: Config, files: Sequence[AppFile]) -
         if file.is_dir and file.node is not None and file.wave is None and folder != config.apps_dir:
             units_in.setdefault(folder, {})[file.name] = file
     out = []
+    problems: list[WaveBotError] = []
     for folder, units in sorted(units_in.items()):
         own = unitfs.own_kustomization(tree, folder)
         if own is not None:
-            _check_group_listing(tree, own, units)
+            try:
+                _check_group_listing(tree, own, units)
+            except WaveBotError as exc:  # every folder's problem at once: one run, one list of edits
+                problems.append(exc)
             out.append(own)
+    if problems:
+        raise _all_of(problems)
     return out
+
+
+def _all_of(problems: Sequence[WaveBotError]) -> WaveBotError:
+    """One input error naming every grouping folder to change, each with its own edit."""
+    first = problems[0]
+    if len(problems) == 1:
+        return first
+    rest = "; ".join(f"{p.location()}: {p.message} (fix: {p.hint})" for p in problems[1:])
+    return WaveBotError(f"{first.message}. {len(problems) - 1} more grouping folder(s) to change the same way: "
+                        f"{rest}", path=first.path, line=first.line, hint=first.hint)
 
 
 def _check_group_listing(tree: Tree, path: str, units: Mapping[str, AppFile]) -> None:
@@ -215,6 +276,113 @@ def _check_group_listing(tree: Tree, path: str, units: Mapping[str, AppFile]) ->
                 path=path, line=doc.info.line(("resources",)), hint=f"{fix}, then run wave-bot again")
 
 
+def _part(path: str, units: Sequence[str], config: Config) -> str:
+    """The part of the legacy's tree `path` belongs to: below the apps directory, its shallowest
+    directory holding no unit (so a whole undeclared tree is named once); elsewhere, the file."""
+    apps = posixpath.normpath(config.apps_dir)
+    if not path.startswith(apps + "/"):
+        return path
+    parts = path[len(apps) + 1:].split("/")
+    for depth in range(1, len(parts)):
+        folder = "/".join([apps, *parts[:depth]])
+        if not any(u == folder or u.startswith(folder + "/") for u in units):
+            return folder + "/"
+    return path
+
+
+def object_key(rid: ResourceId, loose: bool) -> str:
+    """How `left_behind` tells objects apart: `loose` leaves the namespace out (a legacy with a
+    targetNamespace, which the waves copy: the inventory of each side may place it differently)."""
+    return f"{rid.group}/{rid.kind}/{rid.name}" if loose else str(rid)
+
+
+def left_behind(legacy_objects: Sequence[OwnedResource], applied: set[str], units: Sequence[str],
+                config: Config, loose: bool = False) -> dict[str, int]:
+    """Part of the legacy's tree -> how many of its objects nothing applies once the legacy is gone
+    (`applied`: `object_key` of every object a Flux Kustomization applies then)."""
+    out: dict[str, int] = {}
+    for o in legacy_objects:
+        if object_key(o.id, loose) not in applied:
+            part = _part(o.path, units, config)
+            out[part] = out.get(part, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def outside_units(inventory: Inventory, legacy: FluxKustomization, units: Sequence[str], config: Config
+                  ) -> dict[str, int]:
+    """Step 1's view of `left_behind`: the legacy's objects defined under the apps directory outside
+    every declared unit (what the split moves)."""
+    apps = posixpath.normpath(config.apps_dir)
+    mine = [o for o in inventory.others if o.owner == legacy.name and o.path.startswith(apps + "/")
+            and not any(o.path == u or o.path.startswith(u + "/") for u in units)]
+    return left_behind(mine, set(), units, config)
+
+
+def left_behind_error(legacy: FluxKustomization, parts: Mapping[str, int], config: Config) -> WaveBotError:
+    """Step 2 refused: the split would leave what `legacy` applies outside the declared units applied by
+    nothing. Refused rather than given a Kustomization wave-bot makes up: that tree (often the
+    platform: CNI, storage, certificates) needs a name, an order and health checks the user decides."""
+    listed = ", ".join(f"{part} ({count} object(s))" for part, count in parts.items())
+    total = sum(parts.values())
+    return WaveBotError(
+        f"the split would leave {total} object(s) {legacy.name} applies outside the declared units applied by no "
+        f"Flux Kustomization once {legacy.name} is gone: {listed}",
+        path=legacy.path, line=legacy.line,
+        hint=f"declare what each holds as units under dependencies (a directory in a grouping folder, a file or "
+             f"directory directly in {config.apps_dir}/) so that it moves into a wave, or move it out of "
+             f"{config.apps_dir}/ into a tree another Flux Kustomization applies "
+             "(a file of a grouping folder: into the unit that needs it), then run wave-bot again")
+
+
+def _moved(path: str, moving: Mapping[str, str]) -> tuple[str | None, str]:
+    """The moving unit `path` is in (None: none) and where `path` is once moved."""
+    for source, target in moving.items():
+        if path == source or path.startswith(source + "/"):
+            return source, target + path[len(source):]
+    return None, path
+
+
+def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequence[str], config: Config) -> None:
+    """Refuse a move that breaks a build: a kustomization that names a path across a moving unit's
+    boundary (into it from outside, or out of it from inside) would no longer build once the unit is one
+    level deeper in its wave. `replaced`: the kustomizations this change regenerates or deletes. The
+    apps directory's and the grouping folders' own kustomizations list the units as the waves will:
+    the cutover replaces them, and without a legacy Kustomization nothing builds them."""
+    moving = {c.source: c.path for c in moves if c.action == "move" and c.source}
+    if not moving:
+        return
+    gone = set(replaced)
+    apps = posixpath.normpath(config.apps_dir)
+    for ref in read_kustomizations(tree, "").references:
+        folder = posixpath.dirname(ref.kustomization)
+        if ref.kustomization in gone or folder == apps or folder.startswith(apps + "/") and any(
+                source.startswith(folder + "/") for source in moving):
+            continue
+        here, here_after = _moved(ref.kustomization, moving)
+        there, there_after = _moved(ref.path, moving)
+        relative = posixpath.relpath(ref.path, posixpath.dirname(ref.kustomization) or ".")
+        if posixpath.normpath(posixpath.join(posixpath.dirname(here_after), relative)) == there_after:
+            continue  # inside one unit, neither moving, or a move at the same depth: the entry still holds
+        write = posixpath.relpath(there_after, posixpath.dirname(here_after))
+        if here is None and there is not None:
+            raise WaveBotError(
+                f"{ref.key} entry {ref.written} builds on {ref.path}, which this change moves into a wave "
+                f"({there_after}): this kustomization would no longer build, and the wave would apply {there} a "
+                "second time, without what this kustomization adds to it",
+                path=ref.kustomization, line=ref.line,
+                hint=f"a unit is applied by its wave alone: do not declare {posixpath.basename(there)} as a unit "
+                     f"while {posixpath.dirname(ref.kustomization) or '.'}/ builds on it (a per-environment overlay "
+                     "of a shared base cannot be split into waves this way; point apps_dir at the directory the "
+                     "cluster's app Kustomization applies and declare its own directories), then run wave-bot again")
+        assert here is not None  # neither moving keeps every entry
+        raise WaveBotError(
+            f"{ref.key} entry {ref.written} names {ref.path}, outside the unit {here}, which this change moves to "
+            f"{moving[here]}: from there the entry would name another path and the unit would no longer build",
+            path=ref.kustomization, line=ref.line,
+            hint=f"make the path independent of the unit's place (move what it names into {here}/), or move "
+                 f"{here} to {moving[here]} yourself and write {write} on that line, then run wave-bot again")
+
+
 def stateful_objects(inventory: Inventory, legacy: FluxKustomization, config: Config) -> list[OwnedResource]:
     """The objects the legacy Kustomization applies whose deletion loses data."""
     from bot.flux.stateful import is_stateful
@@ -259,8 +427,13 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
     )
 
 
-def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequence[int]) -> Finding:
+def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequence[int],
+                   template_source: str = "", file_kept: bool = False) -> Finding:
     name = c.legacy.name
+    template = (f"each a copy of {name} from {c.legacy.path} but for name, path and dependsOn, with prune: true"
+                if template_source in ("", c.legacy.path) else f"generated from {template_source} as the template")
+    kept = (" (the file keeps its other documents, and its base entry stays)" if file_kept
+            else " (the file with it, and its base entry)")
     stateful = stateful_objects(inventory, c.legacy, config)
     checks = [f"kubectl get {o.id.kind.lower()}{'.' + o.id.group if o.id.group else ''} "
               f"{'-n ' + o.id.namespace + ' ' if o.id.namespace else ''}{o.id.name}" for o in stateful]
@@ -275,9 +448,9 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
         severity="info",
         message=f"cutover step 2 of 2: {name} is deployed without pruning on removal (according to {c.deployed}), "
                 f"so this change splits the app tier at once: every manifest moves byte for byte into waves "
-                f"{', '.join(map(str, waves))} (generated from {c.legacy.path} as the template, with prune: true), "
-                f"and {c.legacy.path}, its base entry, {config.apps_dir}/kustomization.yaml (and each grouping "
-                f"folder's: the waves list the unit directories) and the overlay "
+                f"{', '.join(map(str, waves))} ({template}), "
+                f"and {name}'s document in {c.legacy.path}{kept}, {config.apps_dir}/kustomization.yaml (and each "
+                f"grouping folder's: the waves list the unit directories) and the overlay "
                 f"patches (and patch files) only {name} matched are removed. On merge Flux deletes {name} "
                 "without deleting anything it applied, and the waves adopt every object in place. Next: merge, "
                 "then verify with the commands in the fix (waves Ready, databases and PVCs with their original "
@@ -290,7 +463,7 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 
 __all__ = [
-    "Cutover", "cutover", "group_kustomizations", "legacy_kustomization", "release_change",
-    "stateful_objects",
-    "step_1_finding", "step_2_finding", "wave_entries",
+    "Cutover", "check_references_kept", "check_wave_roots", "cutover", "group_kustomizations", "left_behind",
+    "left_behind_error", "legacy_document", "legacy_kustomization", "legacy_template", "object_key", "outside_units",
+    "release_change", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding", "wave_entries",
 ]

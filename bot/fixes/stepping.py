@@ -44,16 +44,21 @@ Held = Mapping[str, Hold]
 """Path of a file whose move is held -> why."""
 
 
-def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile]) -> dict[str, Hold]:
+def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile],
+                 applies: Mapping[str, frozenset[str]] | None = None) -> dict[str, Hold]:
     """The moving files with a data-loss `later-wave-move`, and every object their move deletes;
-    with them the other moving files of their units (not `losing`)."""
+    with them the other moving files of their units (not `losing`). `applies`: moving unit
+    directory -> the objects (str of their id) its build applies, for an object defined outside it
+    (a base or component its kustomization names), whose finding stands at that outside file."""
     # A move's finding stands at the deployed (source) file, where its fix goes; at the destination
     # when the report has no source to point at.
     moving = {**{f.target: f for f in files if f.moves}, **{f.path: f for f in files if f.moves}}
     deleted: dict[str, set[str]] = {}
     losing: set[str] = set()
     for finding in findings:
-        file = moving.get(finding.path or "") or _unit_directory(finding.path, moving)
+        file = moving.get(finding.path or "") or _unit_directory(finding.path, moving) or next(
+            (moving[path] for path, ids in sorted((applies or {}).items())
+             if finding.resource in ids and path in moving), None)
         if finding.code != "later-wave-move" or finding.severity == "info" or file is None or not finding.resource:
             continue
         deleted.setdefault(file.path, set()).add(finding.resource)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from bot.config import Config
 from bot.errors import WaveBotError
+from bot.kustomize.repository import read_kustomizations
 from bot.kustomize.spec import KUSTOMIZATION
 from bot.layout.units import directories
 from bot.layout.waves import WaveGraph
@@ -123,6 +124,11 @@ def place_files(tree: Tree, graph: WaveGraph, config: Config) -> list[AppFile]:
     files: list[AppFile] = []
     targets: dict[str, str] = {}
     entries = app_entries(tree, config, lambda name: dir_owner(name, graph.nodes, explicit) is not None)
+    # A file a kustomization uses as a patch or component is part of that build, never a unit:
+    # moved into a wave as a resource, it would be applied as an object and the build would lose it.
+    if any(not is_dir for _, _, is_dir, _, _ in entries):
+        used = {r.path for r in read_kustomizations(tree, "").references if r.role in ("patch", "component")}
+        entries = [e for e in entries if e[2] or e[0] not in used]
     for path, wave, is_dir, rel, claimed in entries:
         name = path.rsplit("/", 1)[-1]
         if is_dir:

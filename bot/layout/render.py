@@ -97,6 +97,12 @@ def resolve_template(tree: Tree, config: Config) -> tuple[Mapping[str, Any], str
     return DEFAULT_TEMPLATE, "built-in defaults"
 
 
+def template_of(doc: Mapping[str, Any], source: str) -> Mapping[str, Any]:
+    """The fields every wave shares, taken from the Flux Kustomization `doc` (read from `source`):
+    all of it but its name, path and dependsOn."""
+    return _require(_strip(doc), source)
+
+
 REQUIRED_SPEC = ("interval", "prune", "sourceRef")  # required by the Kustomization CRD
 
 

@@ -922,8 +922,19 @@ def load_one(data: bytes, path: str) -> Document | None:
 
 def _dumper() -> Any:
     from ruamel.yaml import YAML
+    from ruamel.yaml.representer import SafeRepresenter
 
+    class _Representer(SafeRepresenter):
+        """A string of several lines (a patch copied from a template) as a literal block, as written."""
+
+    def _text(representer: Any, value: str) -> Any:
+        style = "|" if "\n" in value.rstrip("\n") and not value.startswith(" ") and all(
+            line == line.rstrip() for line in value.split("\n")) else None
+        return representer.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    _Representer.add_representer(str, _text)
     yaml = YAML(typ="safe", pure=True)
+    yaml.Representer = _Representer
     yaml.default_flow_style = False
     yaml.indent(mapping=2, sequence=4, offset=2)
     yaml.width = 4096

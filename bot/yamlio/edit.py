@@ -244,4 +244,35 @@ def remove_item(data: bytes, path: str, key: str, index: int) -> bytes:
     return out
 
 
-__all__ = ["Literal", "dump", "insert_item", "item_text", "literal", "remove_item", "render_item", "substitute"]
+_MARKER = re.compile(r"---(\s|$)")
+
+
+def remove_document(data: bytes, path: str, index: int) -> bytes | None:
+    """`data` without its document `index` (as `yamlio.load` counts them): the lines from that
+    document's `---` (or the file's start) to the next `---` go, every other byte stays. None when no
+    other document holds anything (the file itself can go). The result is checked by parsing it again.
+    """
+    docs = yamlio.load(data, path)
+    if not 0 <= index < len(docs):
+        raise WaveBotError(f"has no document {index + 1}", path=path)
+    lines = _lines(data)
+    markers = [i for i, line in enumerate(lines) if _MARKER.match(line)]
+    start = docs[index].info.start_line - 1
+    # A document's first line is its `---` or its first node; its chunk starts at the marker.
+    begin = max((m for m in markers if m <= start), default=0)
+    end = min((m for m in markers if m > start), default=len(lines))
+    kept = lines[:begin] + lines[end:]
+    others = [d.value for i, d in enumerate(docs) if i != index and d.value is not None]
+    if not others:
+        return None
+    out = "".join(kept).encode()
+    again = [d.value for d in yamlio.load(out, path) if d.value is not None]
+    if again != others:
+        raise WaveBotError(f"cannot remove document {index + 1} (line {start + 1}) without changing the others",
+                           path=path, line=start + 1, hint="move that document into a file of its own, then run "
+                                                            "wave-bot again")
+    return out
+
+
+__all__ = ["Literal", "dump", "insert_item", "item_text", "literal", "remove_document", "remove_item",
+           "render_item", "substitute"]

@@ -20,7 +20,7 @@ from test_action import Scenario
 
 from bot.cli import main
 
-from conftest import EXAMPLE, PROJECT, Kubectl, git, installed_tool, write_files
+from conftest import EXAMPLE, PROJECT, Kubectl, git, installed_tool, snapshot, write_files
 from support.actionkit import BRANCH
 from support.fakes import SERVERS
 
@@ -524,3 +524,232 @@ def test_step_2_goes_ahead_beside_an_overlay_wave_bot_cannot_read(
     assert [f["path"] for f in by_code(out, "overlay-not-checked")] == ["clusters/staging/kustomization.yaml"]
     assert not (flat_repo / "clusters/base/apps.yaml").exists()
     assert "name: apps\n" not in (flat_repo / "clusters/dev/kustomization.yaml").read_text()
+
+
+# ---- the legacy Kustomization as one document among others (issue 28, items 1 and 3) --------------
+
+TIERS_HEAD = """# Both tiers above the platform, in one file.
+---
+# Cluster CRs whose CRDs `platform` installs.
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: platform-config
+  namespace: flux-system
+spec:
+  dependsOn:
+    - name: platform
+  interval: 10m
+  path: ./platform-config
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"""
+TIERS_APPS = """---
+# The app tier: all of apps/.
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+  labels:
+    tier: apps
+spec:
+  interval: 30m # slower than the platform
+  retryInterval: 2m
+  timeout: 15m
+  dependsOn:
+    - name: platform-config
+  path: ./apps
+  prune: true
+  wait: false
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+  healthChecks:
+    - apiVersion: apps/v1
+      kind: Deployment
+      name: plex
+      namespace: plex
+  patches:
+    - patch: |
+        - op: add
+          path: /metadata/labels/tier
+          value: apps
+      target:
+        kind: Deployment
+  postBuild:
+    substitute:
+      domain: example.org
+"""
+TIERS_TAIL = """---
+# Kept last: a third document after the legacy one.
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: tiers-note
+  namespace: flux-system
+data:
+  note: the app tier sits between the two
+"""
+
+
+@pytest.fixture
+def tiers_repo(flat_repo: Path) -> Path:
+    """The flattened example with `apps` as the middle document of clusters/base/tiers.yaml (beside
+    platform-config and a ConfigMap), with fields the built-in template does not have."""
+    base = flat_repo / "clusters/base"
+    (base / "tiers.yaml").write_text(TIERS_HEAD + TIERS_APPS + TIERS_TAIL)
+    git(flat_repo, "rm", "-q", "clusters/base/apps.yaml", "clusters/base/platform-config.yaml")
+    text = (base / "kustomization.yaml").read_text()
+    text = re.sub(r"  - platform-config\.yaml[^\n]*\n", "  - tiers.yaml # platform-config and apps\n", text)
+    (base / "kustomization.yaml").write_text(text.replace(APPS_ENTRY, ""))
+    git(flat_repo, "add", "-A")
+    git(flat_repo, "commit", "-q", "-m", "apps and platform-config in one file")
+    return flat_repo
+
+
+def flux_kustomizations(built: str) -> dict[str, dict[str, Any]]:
+    from ruamel.yaml import YAML
+
+    return {d["metadata"]["name"]: d for d in YAML(typ="safe").load_all(built)
+            if d and d.get("kind") == "Kustomization" and d["apiVersion"].startswith("kustomize.toolkit")}
+
+
+def test_the_cutover_edits_only_the_legacy_document_and_the_waves_copy_it(
+    tiers_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    tiers = tiers_repo / "clusters/base/tiers.yaml"
+    before = flux_kustomizations(build_ok(kubectl, tiers_repo / "clusters/dev"))
+    assert {"apps", "platform-config"} <= set(before)
+    code, out = run(tiers_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and by_code(out, "cutover-step-1")
+    # Step 1: one line of the legacy document, every other byte kept.
+    assert tiers.read_text() == TIERS_HEAD + TIERS_APPS.replace("  prune: true\n", "  prune: false\n") + TIERS_TAIL
+    git(tiers_repo, "commit", "-q", "-am", "step 1: release apps")
+    code, out = run(tiers_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0, [f for f in out["findings"] if f["severity"] == "error"]
+    # Step 2: the legacy document goes; the file, its other documents, their comments and its base entry stay.
+    assert tiers.read_text() == TIERS_HEAD + TIERS_TAIL
+    base = (tiers_repo / "clusters/base/kustomization.yaml").read_text()
+    assert "  - tiers.yaml # platform-config and apps\n" in base
+    assert not by_code(out, "kustomization-removed")
+    (step,) = by_code(out, "cutover-step-2")
+    assert "each a copy of apps from clusters/base/tiers.yaml but for name, path and dependsOn" in step["message"]
+    after = flux_kustomizations(build_ok(kubectl, tiers_repo / "clusters/dev"))
+    assert "apps" not in after and after["platform-config"] == before["platform-config"]
+    assert {name for name in before if name != "apps"} <= set(after)
+    # Every wave is the legacy Kustomization but for name, path and dependsOn (and prunes again).
+    from ruamel.yaml import YAML
+
+    legacy = YAML(typ="safe").load(TIERS_APPS)
+    names = [f"apps-wave-{n}" for n in range(3)]
+    for n, name in enumerate(names):
+        wave = YAML(typ="safe").load((tiers_repo / f"clusters/base/{name}.yaml").read_text())
+        assert wave["metadata"] == {**legacy["metadata"], "name": name}
+        strip = ("path", "dependsOn")
+        assert {k: v for k, v in wave["spec"].items() if k not in strip} == {
+            k: v for k, v in legacy["spec"].items() if k not in strip}
+        assert wave["spec"]["dependsOn"] == ([{"name": "platform-config"}] if n == 0 else [{"name": names[n - 1]}])
+        assert after[name]["spec"]["dependsOn"][0]["name"] in after  # it exists where Flux looks
+    # The patch reads as the legacy wrote it: a literal block, not one quoted line.
+    assert ("  patches:\n    - patch: |\n        - op: add\n          path: /metadata/labels/tier\n"
+            in (tiers_repo / "clusters/base/apps-wave-0.yaml").read_text())
+    build_ok(kubectl, tiers_repo / "clusters/prod")
+
+
+def test_a_wave_that_would_depend_on_a_kustomization_the_repository_lacks_is_an_input_error(
+    tiers_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tiers_repo / ".wave-bot.yaml").write_text(
+        (tiers_repo / ".wave-bot.yaml").read_text() + "root_depends_on: [platform-configs]\n")
+    git(tiers_repo, "commit", "-q", "-am", "a typo in the root")
+    run(tiers_repo, capsys, "apply", "--base", "HEAD")
+    git(tiers_repo, "commit", "-q", "-am", "step 1: release apps")
+    before = snapshot(tiers_repo)
+    capsys.readouterr()
+    code = main(["apply", str(tiers_repo), "--base", "HEAD", "--fix-overlays"])
+    err = capsys.readouterr().err
+    assert code == 2 and snapshot(tiers_repo) == before
+    assert "clusters/base/tiers.yaml" in err and "wave 0 would depend on platform-configs" in err
+    assert "root_depends_on" in err
+
+
+# ---- nothing the legacy applied is left behind (issue 28, item 2) ----------------------------------
+
+
+def test_step_2_refuses_to_leave_what_no_unit_holds_applied_by_nothing_and_step_1_says_so(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # apps/ also applies a directory no declared unit is in (a platform piece living in the app tree).
+    write_files(flat_repo, {
+        "apps/infra/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                         "resources: [issuer.yaml]\n",
+        "apps/infra/issuer.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: issuer\n"
+                                  "  namespace: flux-system\n",
+    })
+    listing = flat_repo / "apps/kustomization.yaml"
+    listing.write_text(listing.read_text() + "  - infra\n")
+    git(flat_repo, "add", "-A")
+    git(flat_repo, "commit", "-q", "-m", "apps applies infra/ too")
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (step_1,) = by_code(out, "cutover-step-1")
+    assert "Step 2 will stop: the split would leave 1 object(s) apps applies outside the declared units" in (
+        step_1["message"])
+    assert "apps/infra/ (1 object(s))" in step_1["message"]
+    git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    before = snapshot(flat_repo)
+    capsys.readouterr()
+    code = main(["apply", str(flat_repo), "--base", "HEAD", "--fix-overlays"])
+    err = capsys.readouterr().err
+    assert code == 2 and snapshot(flat_repo) == before
+    assert err.startswith("wave-bot: error: clusters/base/apps.yaml:")
+    assert "apps/infra/ (1 object(s))" in err and "declare what each holds as units under dependencies" in err
+
+
+# ---- never a layout that does not build (issue 28, items 4 and 5) ----------------------------------
+
+DIR_LEGACY = {
+    ".wave-bot.yaml": "dependencies:\n  web: []\n",
+    "clusters/base/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                        "resources:\n  - apps.yaml\n",
+    "clusters/base/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n"
+                               "  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n"
+                               "  prune: false\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    "apps/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                               "resources:\n  - web\n",
+    "apps/web/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\n",
+    "components/common/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+                                            "labels:\n  - pairs:\n      team: web\n",
+}
+
+
+@pytest.mark.parametrize("case", ["unit-refers-out", "overlay-refers-in"])
+def test_a_move_that_would_break_a_relative_reference_is_refused_naming_the_line(
+    make_repo: Any, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, case: str
+) -> None:
+    files = dict(DIR_LEGACY)
+    unit = ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - config.yaml\n")
+    if case == "unit-refers-out":  # the unit's component, one level deeper once in apps/wave-0/
+        files["apps/web/kustomization.yaml"] = unit + "components:\n  - ../../components/common\n"
+    else:  # a per-environment overlay of the unit
+        files["apps/web/kustomization.yaml"] = unit
+        files["staging/kustomization.yaml"] = ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                               "resources:\n  - ../apps/web\n")
+    repo = make_repo(files, name=case)
+    build_ok(kubectl, repo / "apps")
+    before = snapshot(repo)
+    capsys.readouterr()
+    code = main(["apply", str(repo), "--base", "HEAD", "--fix-overlays"])
+    err = capsys.readouterr().err
+    assert code == 2 and snapshot(repo) == before, err
+    if case == "unit-refers-out":
+        assert err.startswith("wave-bot: error: apps/web/kustomization.yaml:6: components entry "
+                              "../../components/common names components/common, outside the unit apps/web")
+        assert "write ../../../components/common on that line" in err
+    else:
+        assert err.startswith("wave-bot: error: staging/kustomization.yaml:4: resources entry ../apps/web builds on "
+                              "apps/web, which this change moves into a wave (apps/wave-0/web)")
+        assert "do not declare web as a unit while staging/ builds on it" in err

@@ -34,8 +34,9 @@ def commit(repo: Path, message: str = "change") -> None:
 
 
 def regenerate(repo: Path) -> None:
-    """What `wave-bot apply` does: move the files into their waves, rewrite the wave files."""
-    plan = make_plan(FsTree(str(repo)), config_of(repo))
+    """What `wave-bot apply` does, every move made as it is (none held): move the files into their
+    waves, rewrite the wave files."""
+    plan = make_plan(FsTree(str(repo)), config_of(repo), hold=False)
     apply_changes(str(repo), plan.changes, mover(str(repo)))
 
 
@@ -123,7 +124,7 @@ def test_moving_a_pvc_to_a_later_wave_is_an_error(gitea_needs_a_db: Path) -> Non
 def test_without_a_base_the_work_tree_is_taken_as_deployed(example_repo: Path) -> None:
     # A local `wave-bot plan` before `apply`: the catalog changed, the files have not moved yet.
     add_dependency(example_repo, "gitea", "gitea-db")
-    findings = make_plan(FsTree(str(example_repo)), config_of(example_repo)).findings
+    findings = make_plan(FsTree(str(example_repo)), config_of(example_repo), hold=False).findings
     pvc = of([f for f in findings if f.code == "later-wave-move"], PVC)
     assert (pvc.severity, pvc.path, pvc.wave) == ("error", "apps/wave-0/gitea.yaml", 1)
     [assumed] = [f for f in findings if f.code == "base-is-work-tree"]

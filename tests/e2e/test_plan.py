@@ -15,6 +15,7 @@ from bot.plan import make_plan
 from bot.repo.worktree import FsTree
 
 from conftest import deployment, git, service, snapshot, write_files
+from support.moves import apply_as_is, findings_as_is, plan_as_is
 
 # The example's waves (examples/homelab), written out by hand from its catalog.
 SEED_WAVES = {
@@ -175,7 +176,7 @@ def test_catalog_change_moves_files_and_check_fails_until_applied(
                 if f["code"] == "generated-file-restored"]  # regenerated, not restored: nobody edited them
     assert main(["check", str(example_repo)]) == 1
     assert "out of date" in capsys.readouterr().err
-    code, out = run_json(capsys, "plan", str(example_repo))
+    out = plan_as_is(example_repo).to_json()  # the moves as they are (apply holds the data-loss ones)
     moves = {(c["from"], c["path"]) for c in out["changes"] if c["action"] == "move"}
     assert moves == {
         ("apps/wave-0/gitea.yaml", "apps/wave-1/gitea.yaml"),
@@ -229,15 +230,16 @@ def test_without_base_the_work_tree_stands_for_the_deployed_state(
     plex = (example_repo / "catalog/plex.yaml").read_text()
     write_files(example_repo, {"catalog/plex.yaml": plex + "  dependencies:\n    - to: sonarr\n"})
     capsys.readouterr()
-    code, out = run_json(capsys, "check", str(example_repo))
+    code, _ = run_json(capsys, "check", str(example_repo))
     assert code == 1
-    errors = {(f["code"], f["resource"]) for f in out["findings"] if f["severity"] == "error"}
+    found = findings_as_is(example_repo)  # the move as it is (apply holds it)
+    errors = {(f["code"], f["resource"]) for f in found if f["severity"] == "error"}
     assert ("later-wave-move", "PersistentVolumeClaim plex/plex-data") in errors
     assert ("later-wave-move", "Namespace plex") in errors
-    assumed = [f for f in out["findings"] if f["code"] == "base-is-work-tree"]
+    assumed = [f for f in found if f["code"] == "base-is-work-tree"]
     assert len(assumed) == 1 and "--base" in assumed[0]["message"]
-    # Once applied, the work tree is the new layout: nothing moves, so nothing is judged or assumed.
-    assert main(["apply", str(example_repo)]) == 0
+    # Once moved, the work tree is the new layout: nothing moves, so nothing is judged or assumed.
+    apply_as_is(example_repo)
     capsys.readouterr()
     _, out = run_json(capsys, "plan", str(example_repo))
     assert not [f for f in out["findings"] if f["code"] in ("later-wave-move", "base-is-work-tree")]

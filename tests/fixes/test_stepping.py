@@ -11,8 +11,11 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from bot.cli import main
+from bot.config import load_config
+from bot.plan import make_plan
+from bot.repo.worktree import FsTree
 
-from conftest import Kubectl, git
+from conftest import PROJECT, Kubectl, git
 from support.fluxsim import PRUNE, simulate
 
 PLEX = "apps/wave-0/plex.yaml"
@@ -79,6 +82,30 @@ def test_a_data_loss_move_is_protected_first_then_made_once_deployed(example_rep
     assert git(repo, "status", "--porcelain") == ""  # converged: nothing more to do
 
 
+def test_apply_without_a_base_holds_exactly_what_apply_with_base_head_holds(
+    example_repo: Path, tmp_path: Path
+) -> None:
+    """Without --base the work tree is taken as deployed, so the data-loss move is the one to hold:
+    plex stays in wave 0 with its objects protected, byte for byte as `--base HEAD` leaves it."""
+    plex_depends_on_sonarr(example_repo)
+    twin = tmp_path / "twin"
+    git(tmp_path, "clone", "-q", str(example_repo), str(twin))
+    deployed = files_at(example_repo, "HEAD")
+    with redirect_stdout(io.StringIO()) as out:
+        code = main(["apply", str(example_repo)])
+    assert code == 0
+    assert "move-held" in out.getvalue() and not (example_repo / "apps/wave-2/plex.yaml").exists()
+    assert apply(twin)[0] == 0
+    assert files_at_work(example_repo) == files_at_work(twin)
+    git(example_repo, "commit", "-qm", "wave-bot without --base")
+    assert simulate(deployed, files_at(example_repo, "HEAD")).deleted == set()
+
+
+def files_at_work(repo: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(repo)): p.read_bytes() for p in sorted(repo.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(repo).parts}
+
+
 def test_check_after_the_first_step_passes_and_says_the_move_waits(example_repo: Path) -> None:
     plex_depends_on_sonarr(example_repo)
     apply(example_repo)
@@ -115,16 +142,21 @@ def test_a_sops_file_is_never_edited_the_move_is_held_with_commands(example_repo
     assert (repo / "apps/wave-2/gitea-bootstrap-secret.sops.yaml").read_bytes() == before
 
 
-def test_without_a_base_check_does_not_advise_a_plain_apply_that_would_lose_data(example_repo: Path) -> None:
+def test_without_a_base_check_advises_the_apply_that_holds_the_data_loss_move(example_repo: Path) -> None:
+    # Without --base apply holds the move too (the work tree is taken as deployed), so running the
+    # advised plain `wave-bot apply` protects plex's objects and moves nothing.
     plex_depends_on_sonarr(example_repo)
     err = io.StringIO()
     with redirect_stdout(io.StringIO()), redirect_stderr(err):
         code = main(["check", str(example_repo)])
     assert code == 1
-    assert err.getvalue().startswith(
-        "wave-bot: check failed: the wave layout is out of date, and 1 of its moves would lose data: run "
-        "`wave-bot apply --base <the deployed revision, e.g. origin/main>`, which protects their objects first "
-        "and moves them once that is deployed; fix the 2 error(s) listed above as each one says\n")
+    assert err.getvalue().startswith("wave-bot: check failed: the wave layout is out of date: run `wave-bot apply` "
+                                     "to make the 1 change(s)")
+    deployed = files_at(example_repo, "HEAD")
+    with redirect_stdout(io.StringIO()):
+        assert main(["apply", str(example_repo)]) == 0
+    git(example_repo, "commit", "-qm", "as advised")
+    assert simulate(deployed, files_at(example_repo, "HEAD")).deleted == set()
 
 
 def test_a_held_sops_move_goes_once_accepted(example_repo: Path) -> None:
@@ -214,15 +246,15 @@ def test_a_held_unit_waits_whole_its_sops_companion_moves_with_it(example_repo: 
     assert code == 0 and git(repo, "status", "--porcelain") == ""  # converged
 
 
-def test_check_counts_only_the_moves_that_lose_data_not_their_companions(example_repo: Path) -> None:
+def test_check_holds_only_the_moves_that_lose_data_not_their_companions(example_repo: Path) -> None:
     with (example_repo / "catalog/gitea.yaml").open("a") as handle:
         handle.write("  dependencies:\n    - to: sonarr\n")
-    err = io.StringIO()
-    with redirect_stdout(io.StringIO()), redirect_stderr(err):
-        code = main(["check", str(example_repo)])
+    with redirect_stdout(io.StringIO()) as out, redirect_stderr(io.StringIO()):
+        code = main(["check", str(example_repo), "--format", "json"])
     assert code == 1
-    # gitea.yaml and gitea-actions.yaml; their SOPS Secrets move with them and lose nothing
-    assert "the wave layout is out of date, and 2 of its moves would lose data" in err.getvalue()
+    # gitea.yaml and gitea-actions.yaml; their SOPS Secrets wait with them and lose nothing
+    held = [f["path"] for f in findings_of(out.getvalue()) if f["code"] == "move-held"]
+    assert sorted(held) == ["apps/wave-0/gitea.yaml", "apps/wave-1/gitea-actions.yaml"]
 
 
 def test_a_sops_secret_that_is_state_moving_later_is_an_error_whose_fix_is_kubectl(example_repo: Path) -> None:
@@ -231,9 +263,9 @@ def test_a_sops_secret_that_is_state_moving_later_is_an_error_whose_fix_is_kubec
         handle.write("stateful_kinds:\n  - Secret\n")
     with (repo / "catalog/gitea.yaml").open("a") as handle:
         handle.write("  dependencies:\n    - to: sonarr\n")
-    with redirect_stdout(io.StringIO()) as out:
-        main(["check", str(repo), "--format", "json"])
-    (found,) = [f for f in findings_of(out.getvalue()) if f.get("resource") == "Secret gitea/gitea-bootstrap"]
+    # The move as it is (what `wave-bot accept` judges; apply holds it): its own error and fix.
+    plan = make_plan(FsTree(str(repo)), load_config(FsTree(str(repo))), hold=False)
+    (found,) = [f.to_json() for f in plan.findings if f.resource == "Secret gitea/gitea-bootstrap"]
     assert (found["code"], found["severity"], found["path"]) == (
         "later-wave-move", "error", "apps/wave-0/gitea-bootstrap-secret.sops.yaml")
     # The command first, then how to accept the move (the Secret is state: its move needs a reviewer's yes).
@@ -452,3 +484,35 @@ def test_a_manifest_that_sets_another_prune_value_is_told_to_change_it_not_to_an
     git(repo, "commit", "-qam", "wave-bot: move")
     assert (repo / "apps/wave-2/plex.yaml").is_file()
     assert simulate(deployed, files_at(repo, "HEAD")).deleted == set()
+
+
+def test_a_unit_whose_namespace_comes_from_a_base_outside_it_is_held_whole(
+    make_repo: Any, capsys: Any
+) -> None:
+    """jellyfin's Namespace is defined in bases/media/ (its kustomization names ../../../../bases/media):
+    moving jellyfin a wave later deletes that Namespace too, so the unit is held as a whole."""
+    example = PROJECT / "examples" / "dir-per-app"
+    files: dict[str, str | bytes] = {str(p.relative_to(example)): p.read_bytes() for p in example.rglob("*")
+                                     if p.is_file()}
+    unit = "apps/wave-1/media/jellyfin"
+    files["bases/media/namespace.yaml"] = files.pop(f"{unit}/namespace.yaml")
+    files["bases/media/kustomization.yaml"] = ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                               "resources:\n  - namespace.yaml\n")
+    kustomization = files[f"{unit}/kustomization.yaml"]
+    assert isinstance(kustomization, bytes)
+    files[f"{unit}/kustomization.yaml"] = kustomization.replace(b"  - namespace.yaml\n",
+                                                                b"  - ../../../../bases/media\n")
+    repo = make_repo(files, name="based")
+    config = repo / ".wave-bot.yaml"
+    config.write_text(config.read_text().replace("  redis: []\n", "  redis: [postgres]\n")
+                      .replace("  jellyfin: [postgres]\n", "  jellyfin: [postgres, redis]\n"))
+    git(repo, "commit", "-qam", "jellyfin needs redis, redis needs postgres")
+    deployed = files_at(repo, "HEAD")
+    capsys.readouterr()
+    assert main(["apply", str(repo), "--base", "HEAD", "--format", "json"]) == 0
+    held = [f for f in findings_of(capsys.readouterr().out) if f["code"] == "move-held"]
+    assert unit in [f["path"] for f in held]
+    assert (repo / unit).is_dir() and not (repo / "apps/wave-2/media/jellyfin").exists()
+    assert "`Namespace media`" in next(f["message"] for f in held if f["path"] == unit)
+    # What apply left (redis held too: its own Namespace) deletes nothing once merged.
+    assert simulate(deployed, files_at_work(repo)).deleted == set()

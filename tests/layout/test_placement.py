@@ -109,3 +109,15 @@ def test_an_unplaced_file_never_gets_overwritten_by_a_move(tmp_path: Path) -> No
     # apps/wave-0/gitea.yml is gitea's; apps/wave-0/gitea.yaml is where... both are gitea's: distinct targets.
     placed = _place(tmp_path, {"apps/gitea.yml": "a: 1\n", "apps/wave-0/gitea.yaml": "a: 1\n"})
     assert placed["apps/gitea.yml"] == ("apps/wave-0/gitea.yml", "gitea")
+
+
+def test_a_file_a_kustomization_uses_as_a_patch_is_never_a_unit(tmp_path: Path) -> None:
+    # gitea-app.yaml would be gitea's by its name, but an overlay patches with it: moved into a wave as
+    # a resource it would be applied as an object and the overlay would lose its patch.
+    placed = _place(tmp_path, {
+        "apps/gitea.yaml": "a: 1\n",
+        "apps/gitea-app.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: gitea\n",
+        "clusters/dev/kustomization.yaml": "resources: [../../apps/gitea.yaml]\npatches:\n"
+                                           "  - path: ../../apps/gitea-app.yaml\n",
+    })
+    assert placed == {"apps/gitea.yaml": ("apps/wave-0/gitea.yaml", "gitea")}

@@ -227,6 +227,7 @@ def test_example_with_a_non_gating_runner_builds_in_both_overlays_and_checks_cle
     example_repo: Path, kubectl: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
     _make_runner_non_gating(example_repo)
+    _protect_runner(example_repo)
     assert main(["apply", "--fix-overlays", str(example_repo)]) == 0
     capsys.readouterr()
 
@@ -270,10 +271,24 @@ def test_against_the_deployed_revision_the_move_to_the_side_branch_is_a_prune_ha
     assert "apps-wave-1-side recreates them" in held["message"]
 
 
+def _protect_runner(repo: Path) -> None:
+    """The first step of the runner's move (its Namespace would be lost): apply holds it and protects its
+    objects; committed, the work tree (taken as deployed without --base) then lets the move go."""
+    assert main(["apply", str(repo)]) == 0
+    git(repo, "commit", "-qam", "wave-bot: protect the runner's objects first")
+
+
 def _deploy_side_branch(repo: Path) -> None:
     """The runner made non-gating, applied with its overlays, and merged (origin/main is deployed)."""
     _make_runner_non_gating(repo)
-    assert main(["apply", "--fix-overlays", str(repo)]) == 0
+    # Its objects as a user would have had them before apply held moves without --base: unannotated.
+    from bot.config import load_config
+    from bot.plan import make_plan
+    from bot.repo.git import mover
+    from bot.repo.worktree import FsTree, apply_changes
+
+    plan = make_plan(FsTree(str(repo)), load_config(FsTree(str(repo))), fix_overlays=True, hold=False)
+    apply_changes(str(repo), plan.changes, mover(str(repo)))
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "side branch")
     git(repo, "push", "-q")
@@ -372,6 +387,8 @@ def test_the_report_draws_the_side_branch_hanging_off_the_wave_below_gating_noth
     example_repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _make_runner_non_gating(example_repo)
+    _protect_runner(example_repo)
+    capsys.readouterr()
     assert main(["plan", "--format", "markdown", str(example_repo)]) == 0
     out = capsys.readouterr().out
     assert "| 1-side | `gitea-actions` | `gitea-actions.yaml`, `gitea-actions-runner-secret.sops.yaml` |" in out

@@ -137,17 +137,12 @@ def test_a_unit_directory_moving_later_is_judged_on_its_build(
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "split")
     (repo / "catalog/postgres.yaml").write_text(service("postgres", "web"))
-    # Without --base the work tree is taken as deployed and the move is planned as it is (with a
-    # deployed base, apply holds it: tests/fixes/test_stepping.py).
+    # Without --base the work tree is taken as deployed: the move loses the claim, so it is held.
     code, out = run(repo, capsys, "plan")
-    capsys.readouterr()
-    main(["plan", str(repo), "--format", "markdown"])
-    report = capsys.readouterr().out
-    assert "| `postgres/` | wave 0 | wave 1 |" in report  # a move, not a unit new to the waves
-    moved = [f for f in out["findings"] if f["code"] == "later-wave-move"]
+    (held,) = [f for f in out["findings"] if f["code"] == "move-held"]
+    assert held["path"] == "apps/wave-0/postgres" and "belongs in wave 1" in held["message"]
     # The claim is in namespace db (the directory's kustomization), not the one its file names.
-    assert [(f["severity"], f["resource"]) for f in moved if "PersistentVolumeClaim" in f["resource"]] == [
-        ("error", "PersistentVolumeClaim db/data")]
+    assert "`PersistentVolumeClaim db/data`" in held["message"]
     assert code == 0  # plan reports; check is what fails
 
 
@@ -589,8 +584,21 @@ def test_a_grouping_kustomization_listing_what_the_waves_will_goes_with_the_spli
                                          "  - radarr/ks.yaml\n  - ./radarr/app\n",
         "apps/media/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: media\n",
     }, ("apps/media/radarr/kustomization.yaml",))
+    # Its Namespace is in no unit: once `apps` is gone nothing would apply it, so the split waits.
+    before = snapshot(repo)
+    capsys.readouterr()
+    assert main(["apply", str(repo), "--base", "HEAD", "--fix-overlays"]) == 2 and snapshot(repo) == before
+    err = capsys.readouterr().err
+    assert "apps/media/namespace.yaml (1 object(s))" in err
+    (repo / "apps/media/namespace.yaml").rename(repo / "apps/media/sonarr/namespace.yaml")
+    media = repo / "apps/media/kustomization.yaml"
+    media.write_text(media.read_text().replace("  - namespace.yaml\n", ""))
+    sonarr = repo / "apps/media/sonarr/kustomization.yaml"
+    sonarr.write_text(sonarr.read_text() + "  - namespace.yaml\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the Namespace into the unit that needs it, as the error says")
     out = split_replaces_the_grouping_kustomization(repo, capsys)
-    assert [f["path"] for f in out["findings"] if f["code"] == "unplaced-file"] == ["apps/media/namespace.yaml"]
+    assert not [f for f in out["findings"] if f["code"] == "unplaced-file"]
 
 
 @pytest.mark.parametrize("text", ["- ./sonarr\n- ./radarr\n", KUSTOMIZE + "resources: ./sonarr\n",
@@ -629,3 +637,30 @@ def test_step_1_says_what_will_stop_step_2(make_repo: Callable[..., Path], capsy
         "apps/media/; the cutover replaces this file: each wave's kustomization lists the unit directories themselves, "
         "so namespace would no longer apply; move namespace into the own kustomization.yaml of each unit in "
         "apps/media/ that needs it (a unit directory may have one), keep only resources here, then run wave-bot again")
+
+
+def test_step_1_names_every_grouping_folder_step_2_would_refuse_and_its_own_change_passes_check(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # Both grouping folders set a namespace (cluster-template's shape) and keep their Namespace beside
+    # the units; `apps` still prunes, so this is step 1.
+    ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n"
+    repo = grouped_repo(make_repo, {
+        "clusters/base/apps.yaml": LEGACY,
+        "apps/media/kustomization.yaml": KUSTOMIZE + "namespace: media\nresources:\n  - namespace.yaml\n"
+                                         "  - ./sonarr\n  - ./radarr\n",
+        "apps/media/namespace.yaml": ns.format("media"),
+        "apps/db/kustomization.yaml": KUSTOMIZE + "namespace: db\nresources:\n  - namespace.yaml\n  - ./postgres\n",
+        "apps/db/namespace.yaml": ns.format("db"),
+    })
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (step,) = [f for f in out["findings"] if f["code"] == "cutover-step-1"]
+    for folder in ("db", "media"):  # every folder at once, each with its edit
+        assert f"apps/{folder}/kustomization.yaml:3: sets namespace" in step["message"] or (
+            f"Step 2 will stop at apps/{folder}/kustomization.yaml:3" in step["message"])
+        assert f"move namespace into the own kustomization.yaml of each unit in apps/{folder}/" in step["message"]
+        assert f"apps/{folder}/namespace.yaml (1 object(s))" in step["message"]
+    git(repo, "commit", "-qam", "step 1")
+    # Step 1's own pull request passes check: it only releases `apps`.
+    capsys.readouterr()
+    assert main(["check", str(repo), "--base", "HEAD~1"]) == 0, capsys.readouterr()

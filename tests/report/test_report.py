@@ -332,8 +332,8 @@ def test_a_500_service_pr_fits_one_github_comment_most_important_first(make_repo
     git(repo, "checkout", "-q", "-b", "pr")
     write_files(repo, {f"catalog/s{i:03d}.yaml": service(f"s{i:03d}", f"s{i - 1:03d}") for i in range(1, 500, 2)})
     tree = FsTree(str(repo))
-    # Judged against the work tree (no base): against a deployed base, apply would hold the PVC moves.
-    plan = make_plan(tree, Config())
+    # The moves as they are (hold=False): apply, with or without a base, would hold the PVC moves.
+    plan = make_plan(tree, Config(), hold=False)
     pointer = "The whole report is in the job summary: https://github.com/acme/gitops/actions/runs/1"
     marker = "<!-- flux-wave-bot:report -->"
     comment = report.to_markdown(plan, report.Context(), limit=65_536 - len(marker) - 101, overflow=pointer)

@@ -1,0 +1,288 @@
+"""The README's two-step cutover, run as a user would on real public repositories and on the bundled
+dir-per-app example flattened to its pre-wave shape (issue 28).
+
+Nothing here knows a repository's name or paths: the shape is read from the tree.
+- A *monolith*: a pruning Flux Kustomization (GitRepository source) whose `spec.path` is a directory
+  holding the app tier, one directory per app, directly or in grouping folders. The user writes
+  `.wave-bot.yaml` with `apps_dir` (that path), `base_dir` (the directory of its file) and every app
+  directory as a unit under `dependencies:`, then runs `wave-bot apply --base main --fix-overlays`,
+  merges, and runs it again.
+- *Per-environment overlays*: kustomizations that build on directories of a sibling folder
+  (`apps/staging` -> `../base/podinfo`). Declaring those directories as units must be refused at
+  the first apply, exit 2, the tree unchanged.
+
+Each step either succeeds, and then everything holds that the issue asks for (every kustomization
+that built still builds; after step 2 the objects applied by all Flux Kustomizations are the same,
+each as often; no Flux Kustomization but the legacy is gone; the waves equal the legacy but for
+name, path and dependsOn; every dependsOn exists), or it is refused with exit 2, the tree unchanged
+and the error naming a file and line. Which outcome each repository gets is printed, not assumed.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from bot.cli import main
+
+from conftest import PROJECT, Kubectl, snapshot
+from support import realrepos
+
+FLUX_API = "kustomize.toolkit.fluxcd.io/"
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+DNS = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+Id = tuple[str, str, str]
+
+
+def _yaml_files(repo: Path) -> list[Path]:
+    return sorted(p for p in repo.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+                  and not any(part.startswith(".") for part in p.relative_to(repo).parts))
+
+
+def _docs(path: Path) -> list[Any]:
+    try:
+        return [d for d in YAML(typ="safe").load_all(path.read_text()) if isinstance(d, dict)]
+    except Exception:  # a template, an encrypted or a non-YAML file: no Flux object of ours
+        return []
+
+
+def flux_kustomizations(repo: Path) -> dict[str, tuple[str, dict[str, Any]]]:
+    """name -> (file, document) of every Flux Kustomization written in the repository."""
+    out = {}
+    for path in _yaml_files(repo):
+        for doc in _docs(path):
+            if doc.get("kind") == "Kustomization" and str(doc.get("apiVersion", "")).startswith(FLUX_API):
+                name = (doc.get("metadata") or {}).get("name")
+                if isinstance(name, str):
+                    out[name] = (str(path.relative_to(repo)), doc)
+    return out
+
+
+def _spec_dir(doc: dict[str, Any]) -> str:
+    return posixpath.normpath(str((doc.get("spec") or {}).get("path", "")).lstrip("./") or ".")
+
+
+def _app_dirs(repo: Path, apps: str) -> list[str]:
+    """The directories a user declares: each directory of a grouping folder, and each directory
+    directly in the apps directory that holds YAML files itself."""
+    out = []
+    for top in sorted(p for p in (repo / apps).iterdir() if p.is_dir()):
+        if any(p.suffix in (".yaml", ".yml") for p in top.iterdir() if p.is_file()) and not any(
+                p.is_dir() for p in top.iterdir()):
+            out.append(top)
+        else:
+            out += sorted(p for p in top.iterdir() if p.is_dir())
+    return [str(p.relative_to(repo)) for p in out]
+
+
+def monolith(repo: Path) -> tuple[str, str, list[str]] | None:
+    """(legacy name, its apps directory, the app directories) of a monolithic pruning app tier."""
+    found = []
+    for name, (file, doc) in flux_kustomizations(repo).items():
+        spec = doc.get("spec") or {}
+        apps = _spec_dir(doc)
+        if (spec.get("prune") is not True or (spec.get("sourceRef") or {}).get("kind") != "GitRepository"
+                or apps == "." or not (repo / apps).is_dir() or file.startswith(apps + "/")):
+            continue
+        units = _app_dirs(repo, apps)
+        if len(units) >= 3:
+            found.append((len(units), name, apps, units))
+    return max(found)[1:] if found else None
+
+
+def overlays_of_a_base(repo: Path) -> tuple[str, list[str]] | None:
+    """(the parent folder, the base directories) when sibling kustomizations build on a shared base."""
+    bases: dict[str, set[str]] = {}
+    for path in _yaml_files(repo):
+        if path.name not in KUSTOMIZATION_FILES:
+            continue
+        for doc in _docs(path)[:1]:
+            for ref in doc.get("resources") or []:
+                if not isinstance(ref, str) or not ref.startswith("../"):
+                    continue
+                target = (path.parent / ref).resolve()
+                parent = path.parent.parent.resolve()
+                if target.is_dir() and target.parent.parent == parent:
+                    bases.setdefault(str(parent.relative_to(repo.resolve())), set()).add(
+                        str(target.relative_to(repo.resolve())))
+    if not bases:
+        return None
+    parent, units = sorted(bases.items())[0]
+    return parent, sorted(units)
+
+
+def write_config(repo: Path, apps: str, base: str, units: list[str]) -> list[str]:
+    names = Counter(posixpath.basename(u) for u in units)
+    declared = sorted(n for n, count in names.items() if count == 1 and DNS.fullmatch(n) and len(n) <= 63)
+    (repo / ".wave-bot.yaml").write_text(f"apps_dir: {apps}\nbase_dir: {base}\ndependencies:\n"
+                                         + "".join(f"  {n}: []\n" for n in declared))
+    return declared
+
+
+def apply(repo: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["apply", str(repo), "--base", "main", "--fix-overlays"])
+    return code, capsys.readouterr().err
+
+
+def merge(repo: Path, message: str) -> None:
+    realrepos.git(repo, "add", "-A")
+    realrepos.git(repo, "commit", "-qm", message)
+
+
+def kustomization_dirs(repo: Path) -> list[Path]:
+    return sorted({p.parent for p in repo.rglob("*") if p.name in KUSTOMIZATION_FILES
+                   and not any(part.startswith(".") for part in p.relative_to(repo).parts)})
+
+
+def building(repo: Path, kubectl: Kubectl) -> set[str]:
+    return {str(d.relative_to(repo)) for d in kustomization_dirs(repo) if kubectl(d).returncode == 0}
+
+
+def _ids(text: str) -> list[Id]:
+    return [(d.get("kind", ""), (d.get("metadata") or {}).get("namespace", ""), (d.get("metadata") or {})
+             .get("name", "")) for d in YAML(typ="base").load_all(text) if isinstance(d, dict) and d.get("kind")]
+
+
+def applied_by(repo: Path, directory: Path, kubectl: Kubectl) -> list[Id]:
+    """What a Flux Kustomization with this spec.path applies: its kustomization's build, or what
+    kustomize-controller generates without one (every YAML file below it, a directory holding a
+    kustomization built as one)."""
+    if any((directory / name).is_file() for name in KUSTOMIZATION_FILES):
+        built = kubectl(directory)
+        assert built.returncode == 0, f"{directory}: {built.stderr}"
+        return _ids(built.stdout)
+    out: list[Id] = []
+    for entry in sorted(directory.iterdir()):
+        if entry.is_dir() and not entry.name.startswith("."):
+            out += applied_by(repo, entry, kubectl)
+        elif entry.suffix in (".yaml", ".yml") and entry.is_file():
+            out += [i for d in _docs(entry) if d.get("apiVersion") and d.get("kind")
+                    for i in [(d["kind"], (d.get("metadata") or {}).get("namespace", ""),
+                               (d.get("metadata") or {}).get("name", ""))]]
+    return out
+
+
+def everything_applied(repo: Path, kubectl: Kubectl) -> Counter[Id]:
+    total: Counter[Id] = Counter()
+    for _, doc in flux_kustomizations(repo).values():
+        spec = doc.get("spec") or {}
+        directory = repo / _spec_dir(doc)
+        if (spec.get("sourceRef") or {}).get("kind") == "GitRepository" and directory.is_dir():
+            total.update(applied_by(repo, directory, kubectl))
+    return total
+
+
+def refused(repo: Path, before: dict[str, bytes], code: int, err: str) -> bool:
+    """Whether the step was refused as input errors must be: exit 2, nothing written, file and line named."""
+    if code != 2:
+        return False
+    print(err.splitlines()[0][:400])
+    assert snapshot(repo) == before
+    assert re.match(r"wave-bot: error: [^\s:]+:\d+: ", err), err
+    return True
+
+
+def run_the_cutover(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, legacy: str) -> str:
+    """Steps 1 and 2 as the README says; returns how far it got ('split', or the refused step)."""
+    built = building(repo, kubectl)
+    flux_before = flux_kustomizations(repo)
+    legacy_file, legacy_doc = flux_before[legacy]
+    before = snapshot(repo)
+    code, err = apply(repo, capsys)
+    if refused(repo, before, code, err):
+        return "step 1 refused"
+    assert code == 0, err
+    diff = realrepos.git(repo, "diff", "-U0", "HEAD")
+    changed = [line for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert len(changed) == 2 and (changed[1] == "+  prune: false" or changed[1] == "+  deletionPolicy: Orphan"), diff
+    assert realrepos.git(repo, "diff", "--name-only", "HEAD").split() == [legacy_file]
+    assert built <= building(repo, kubectl)
+    merge(repo, "wave-bot step 1")
+    applied_before = everything_applied(repo, kubectl)
+    before = snapshot(repo)
+    code, err = apply(repo, capsys)
+    if refused(repo, before, code, err):
+        return "step 2 refused"
+    assert code == 0, err
+    merge(repo, "wave-bot step 2")
+    assert built - {d for d in built if not (repo / d).is_dir()} <= building(repo, kubectl)
+    flux_after = flux_kustomizations(repo)
+    assert set(flux_before) - set(flux_after) == {legacy}
+    waves = {n: d for n, (_, d) in flux_after.items() if n not in flux_before}
+    assert waves
+    same = {k: v for k, v in legacy_doc["spec"].items() if k not in ("path", "dependsOn")}
+    for doc in waves.values():
+        assert {k: v for k, v in doc["spec"].items() if k not in ("path", "dependsOn")} == {**same, "prune": True}
+        assert {k: v for k, v in doc["metadata"].items() if k != "name"} == {
+            k: v for k, v in legacy_doc["metadata"].items() if k != "name"}
+    for _, doc in flux_after.values():
+        for dep in (doc.get("spec") or {}).get("dependsOn") or []:
+            assert dep["name"] in flux_after, (doc["metadata"]["name"], dep)
+    assert everything_applied(repo, kubectl) == applied_before
+    assert legacy_file not in realrepos.git(repo, "ls-files") or legacy not in flux_after
+    return "split"
+
+
+@pytest.mark.parametrize("archive", realrepos.params(), ids=realrepos.archive_ids())
+def test_the_readme_cutover_on_a_real_repository(
+    archive: Path | None, tmp_path: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    repo = realrepos.unpack(realrepos.require(archive), tmp_path / "repo")
+    shape = monolith(repo)
+    if shape is not None:
+        legacy, apps, units = shape
+        file, _ = flux_kustomizations(repo)[legacy]
+        assert write_config(repo, apps, posixpath.dirname(file), units)
+        merge(repo, "adopt wave-bot")
+        outcome = run_the_cutover(repo, capsys, kubectl, legacy)
+        print(f"{archive}: {outcome}")
+        return
+    overlays = overlays_of_a_base(repo)
+    if overlays is None:
+        pytest.skip("neither a monolithic app tier nor per-environment overlays of a base")
+    parent, units = overlays
+    anchor = next(iter(flux_kustomizations(repo).values()))[0]
+    write_config(repo, parent, posixpath.dirname(anchor), units)
+    merge(repo, "adopt wave-bot")
+    before = snapshot(repo)
+    code, err = apply(repo, capsys)
+    assert refused(repo, before, code, err), err
+    assert "builds on" in err and "per-environment overlay" in err
+
+
+def flatten_waves(repo: Path) -> str:
+    """A wave layout back in its pre-wave shape: every unit directly in apps/ (or its grouping folder),
+    one Flux Kustomization `apps` for all of apps/ made from wave 0's, the waves' entries replaced by it."""
+    waves = sorted((repo / "apps").glob("wave-*"))
+    for wave in waves:
+        (wave / "kustomization.yaml").unlink()
+        shutil.copytree(wave, repo / "apps", dirs_exist_ok=True)
+        shutil.rmtree(wave)
+    base = repo / "clusters/base"
+    wave0 = (base / "apps-wave-0.yaml").read_text()
+    (base / "apps.yaml").write_text(wave0.replace("name: apps-wave-0", "name: apps")
+                                    .replace("path: ./apps/wave-0", "path: ./apps"))
+    for n in range(len(waves)):
+        (base / f"apps-wave-{n}.yaml").unlink()
+    text = (base / "kustomization.yaml").read_text()
+    text = re.sub(r"  - apps-wave-0\.yaml[^\n]*\n", "  - apps.yaml\n", text)
+    (base / "kustomization.yaml").write_text(re.sub(r"  - apps-wave-[1-9][0-9]*\.yaml[^\n]*\n", "", text))
+    return "apps"
+
+
+def test_the_readme_cutover_on_the_flattened_dir_per_app_example(
+    make_repo: Any, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    example = PROJECT / "examples" / "dir-per-app"
+    repo = make_repo({str(p.relative_to(example)): p.read_bytes() for p in example.rglob("*") if p.is_file()},
+                     name="dir-per-app")
+    legacy = flatten_waves(repo)
+    merge(repo, "the monolithic app tier")
+    assert run_the_cutover(repo, capsys, kubectl, legacy) == "split"
