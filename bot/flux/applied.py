@@ -52,7 +52,7 @@ from bot.flux.vocabulary import (
     is_git_repository,
     is_helm_release,
 )
-from bot.kustomize.build import Build, build
+from bot.kustomize.build import Build, Object, build
 from bot.kustomize.files import Additions
 from bot.kustomize.spec import BuildError, Unsupported
 from bot.naming import is_yaml_name
@@ -167,7 +167,9 @@ class FluxKs:
     """The whole object as applied."""
     document: yamlio.Document | None = field(default=None, compare=False, repr=False)
     synthesized: bool = False
-    """Made by the Flux Operator from a FluxInstance's sync (no file holds it as an object)."""
+    """Made by `flux bootstrap` or the Flux Operator for a sync path (no file holds it as an object)."""
+    built: tuple[Object, ...] = field(default=(), compare=False, repr=False)
+    """The build's objects before postBuild substitution and commonMetadata (what the files say)."""
 
     @property
     def namespace(self) -> str:
@@ -420,13 +422,15 @@ class _Reader:
                 add(overlay, f"overlay ./{overlay} (configured or found beside {self.config.base_dir})",
                     _Node(_synthesized_root(overlay, own), overlay, 1, None, None, True), own)
         if not entries:
-            orphans = self._orphans()
-            if orphans:
-                entry = _Entry("", ["no bootstrap sync file, FluxInstance or overlay: the roots are the Flux "
-                                    "Kustomizations no other applies (" + ", ".join(
-                                        f"{ks_key(n.value)[1]} in {n.file}" for n in orphans) + ")"],
-                               orphans, own)
-                entries[""] = entry
+            # `flux bootstrap --path` points at the directory holding the roots: one cluster per directory
+            by_dir: dict[str, list[_Node]] = {}
+            for node in self._orphans():
+                by_dir.setdefault(posixpath.dirname(node.file), []).append(node)
+            for directory, nodes in by_dir.items():
+                names = ", ".join(f"{ks_key(n.value)[1]} ({n.file})" for n in nodes)
+                entries[directory] = _Entry(directory, [f"no bootstrap sync file, FluxInstance or overlay names it: "
+                                                        f"the Flux Kustomizations no other applies, {names}"],
+                                            nodes, own)
         return sorted(entries.values(), key=lambda e: e.path)
 
     def _bootstrap_files(self) -> list[str]:
@@ -511,6 +515,7 @@ class _Reader:
         health = spec.get("healthChecks")
         failure: BuildFailure | None = None
         objects: tuple[Applied, ...] = ()
+        built: tuple[Object, ...] = ()
         generated = False
         variables = self._variables(key, spec, index)
         if not external:
@@ -538,7 +543,8 @@ class _Reader:
                     failure = BuildFailure(f"{problem.patch.where}: {problem.message}; kustomize fails the build",
                                            problem.patch.path or problem.patch.file, problem.patch.line)
                 else:
-                    objects = tuple(self._applied(o, spec, variables) for o in result.objects)
+                    built = result.objects
+                    objects = tuple(self._applied(o, spec, variables) for o in built)
         return FluxKs(
             key=key, cluster=cluster, parent=node.parent, file=node.file, line=node.line, spec=spec, source=source,
             path=path, prune=spec.get("prune") is True,
@@ -547,7 +553,7 @@ class _Reader:
             health_checks=tuple(h for h in health if isinstance(h, dict)) if isinstance(health, list) else (),
             depends_on=tuple(depends), objects=objects, build_failure=failure, external=external,
             generated=generated, variables=variables, value=value, document=node.document,
-            synthesized=node.synthesized,
+            synthesized=node.synthesized, built=built,
         )
 
     def _additions(self, node: _Node, spec: Mapping[str, Any], path: str,
@@ -614,7 +620,7 @@ class _Reader:
             unknown.discard(str(k))
         return Variables(values, frozenset(unknown), tuple(missing))
 
-    def _applied(self, obj: Any, spec: Mapping[str, Any], variables: Variables | None) -> Applied:
+    def _applied(self, obj: Object, spec: Mapping[str, Any], variables: Variables | None) -> Applied:
         value: dict[str, Any] = dict(obj.value)
         common = _mapping(spec.get("commonMetadata"))
         if common:
