@@ -35,7 +35,7 @@ from typing import Any
 
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.flux.generator import GeneratedTree, has_kustomization
+from bot.flux.generator import GeneratedTree, generated_resources, has_kustomization
 from bot.flux.substitute import Variables, disabled, source_data, substitute_text, substitute_value
 from bot.flux.vocabulary import (
     BOOTSTRAP_DIR,
@@ -153,6 +153,7 @@ class FluxKs:
     prune: bool
     deletion_policy: str
     wait: bool
+    """spec.wait: true (dependents wait until everything it applied is Ready)."""
     health_checks: tuple[Mapping[str, Any], ...]
     depends_on: tuple[DependsOn, ...]
     objects: tuple[Applied, ...]
@@ -166,6 +167,8 @@ class FluxKs:
     value: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The whole object as applied."""
     document: yamlio.Document | None = field(default=None, compare=False, repr=False)
+    suspend: bool = False
+    """spec.suspend: true: the controller does not reconcile it (nothing applied or pruned until resumed)."""
     synthesized: bool = False
     """Made by `flux bootstrap` or the Flux Operator for a sync path (no file holds it as an object)."""
     built: tuple[Object, ...] = field(default=(), compare=False, repr=False)
@@ -531,6 +534,12 @@ class _Reader:
                 which = next(k for k in _UNEVALUATED if spec.get(k) not in (None, ""))
                 failure = BuildFailure(f"spec.{which} renames what it applies; wave-bot does not evaluate it",
                                        node.file, line("spec", which), unsupported=True)
+            elif not has_kustomization(self.tree, path) and not generated_resources(self.tree, path):
+                generated = True
+                failure = BuildFailure(f"spec.path ./{path} holds no manifest: the kustomization kustomize-controller "
+                                       "generates lists nothing, and kustomize refuses it ('kustomization.yaml is "
+                                       "empty'), so the controller applies and prunes nothing", node.file,
+                                       line("spec", "path"), "point spec.path at the directory of the manifests")
             else:
                 generated = not has_kustomization(self.tree, path)
                 result, _ = self._build(path, self._additions(node, spec, path, info))
@@ -553,6 +562,7 @@ class _Reader:
             health_checks=tuple(h for h in health if isinstance(h, dict)) if isinstance(health, list) else (),
             depends_on=tuple(depends), objects=objects, build_failure=failure, external=external,
             generated=generated, variables=variables, value=value, document=node.document,
+            suspend=spec.get("suspend") is True,
             synthesized=node.synthesized, built=built,
         )
 

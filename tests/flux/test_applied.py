@@ -287,6 +287,17 @@ def test_a_missing_path_or_resource_is_a_build_failure_with_no_objects(make_repo
     assert (stale.build_failure.path, stale.build_failure.line) == ("apps/plex/kustomization.yaml", 3)
 
 
+def test_an_empty_path_is_a_build_failure(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/empty.yaml": ks("empty", "apps/empty"),
+        "apps/empty/README.md": "nothing to apply\n",
+    })
+    empty = the(model, "empty")
+    assert empty.objects == () and empty.build_failure is not None and not empty.build_failure.unsupported
+    assert "kustomization.yaml is empty" in empty.build_failure.message
+
+
 def test_children_recurse_without_a_depth_limit_and_a_cycle_ends(make_repo: Callable[..., Path]) -> None:
     files = {"clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
              "clusters/home/l0.yaml": ks("l0", "levels/0")}
