@@ -108,6 +108,7 @@ def test_a_path_without_kustomization_builds_what_the_controller_generates(make_
         "apps/a.yaml": cm("a", "media"),
         "apps/nested/b.yml": cm("b", "media"),
         "apps/notes.txt": "not yaml, not listed\n",
+        "apps/.sops.yaml": "creation_rules: []\n",  # source-controller leaves it out of the artifact
         "apps/whole/kustomization.yaml": "resources: [c.yaml]\n",
         "apps/whole/c.yaml": cm("c", "media"),
         "apps/whole/unlisted.yaml": cm("unlisted", "media"),
