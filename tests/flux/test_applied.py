@@ -176,6 +176,18 @@ def test_without_an_entry_the_kustomizations_no_other_applies_are_the_roots(make
     assert the(model, "child").parent == ("flux-system", "cluster-apps")  # applied by a root: no root itself
 
 
+def test_the_flux_instance_charts_values_file_names_the_entry(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "bootstrap/flux-instance/values.yaml": "instance:\n  sync:\n    kind: GitRepository\n"
+                                               "    url: https://example.invalid/repo.git\n    path: ./k8s/flux\n",
+        "k8s/flux/apps.yaml": ks("apps", "k8s/apps"),
+        "k8s/apps/a.yaml": cm("a", "media"),
+    })
+    (cluster,) = model.clusters
+    assert cluster.entry == "k8s/flux" and "values in bootstrap/flux-instance/values.yaml" in cluster.how
+    assert ids(the(model, "apps")) == {"ConfigMap media/a"}
+
+
 def test_another_source_is_external_and_never_built(make_repo: Callable[..., Path]) -> None:
     model = model_of(make_repo, {
         "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
