@@ -9,6 +9,11 @@ API server does not know yet aborts the whole pass. The CRD is there in time whe
   healthy (a HelmRelease installed, a CR reconciled);
 - installed by a HelmRelease's chart: not in git, so declared in the config (`crd_sources` with
   `kustomization:`), then ordered like the above;
+- installed by a chart git names whose name names the kind's group (`cert-manager` for
+  `cert-manager.io`, `rook-ceph` for `ceph.rook.io`, plus `CHART_GROUPS` for charts named otherwise):
+  a release of a bootstrap helmfile (installed before Flux starts), or a HelmRelease some tier applies
+  that does not skip CRDs on install. Git says the chart, not its CRDs, so such a kind is taken as
+  served and its ordering is not judged (`crd_sources` makes it judged);
 - created at runtime by a controller from a CR (second-order: CDI's StorageProfile from the `CDI`
   CR, ...): the table below, extended by `crd_sources` with `created_by:`. In the same pass as its
   creating CR it deadlocks (the dry-run fails, the CR is never applied, the CRD never created); in a
@@ -25,10 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Config
+from bot.errors import WaveBotError
 from bot.flux.tiers import Entrypoint, Issue, Tier, locate
 from bot.kustomize.build import Object
 from bot.model import Finding
-from bot.repo.tree import Tree
+from bot.repo.tree import Tree, walk
 from bot.yamlio import documents as yamlio
 
 CODES = ("crd-same-pass-as-creator", "crd-not-ordered", "crd-source-unknown")
@@ -49,6 +55,16 @@ FLUX_GROUPS = frozenset({
 image automation controllers are extras)."""
 
 GroupKind = tuple[str, str]
+CHART_GROUPS: Mapping[str, tuple[str, ...]] = {
+    # Charts whose name does not name the group of the CRDs they install (their chart's crds/ folder).
+    "kube-prometheus-stack": ("monitoring.coreos.com",),
+    "prometheus-operator-crds": ("monitoring.coreos.com",),
+    "cloudnative-pg": ("postgresql.cnpg.io",),
+    "envoy-gateway": ("gateway.envoyproxy.io", "gateway.networking.k8s.io"),
+}
+GENERIC_WORDS = frozenset({"operator", "controller", "crds", "crd", "stack", "chart", "charts", "helm", "kube",
+                           "k8s", "app", "system"})
+"""Words of a chart's name that say nothing of the group it serves."""
 SECOND_ORDER: Mapping[GroupKind, tuple[str, ...]] = {
     # cdi-operator's manifest registers only cdis.cdi.kubevirt.io; the rest appear once it reconciles a CDI CR.
     ("cdi.kubevirt.io", "CDI"): tuple(f"cdi.kubevirt.io/{k}" for k in (
@@ -125,6 +141,70 @@ def _creators(entry: Entrypoint, config: Config) -> list[Creator]:
     return out
 
 
+def charted(group: str, charts: Iterable[str]) -> bool:
+    """Whether a chart of one of these names installs CRDs of `group`: the table, else the chart's name
+    is one of the group's labels (`acme.cert-manager.io`), or it or a word of it (generic and short
+    words aside) is the group's first, most specific label (`ceph.rook.io` for `rook-ceph`)."""
+    labels = group.split(".")
+    for chart in charts:
+        if group in CHART_GROUPS.get(chart, ()):
+            return True
+        words = {w for w in chart.split("-") if len(w) >= 4 and w not in GENERIC_WORDS}
+        if chart in labels or labels[0] in {chart.replace("-", ""), *words}:
+            return True
+    return False
+
+
+def _chart_names(value: Mapping[str, Any], oci_urls: Mapping[str, str]) -> list[str]:
+    """The names a HelmRelease's chart goes by: spec.chart.spec.chart, its chartRef (and that OCIRepository's
+    URL's last segment) and the release's own name."""
+    names = [_dig(value, "spec", "chart", "spec", "chart"), _dig(value, "spec", "releaseName"),
+             _dig(value, "metadata", "name")]
+    ref = _dig(value, "spec", "chartRef")
+    if isinstance(ref, dict) and isinstance(ref.get("name"), str):
+        names += [ref["name"], oci_urls.get(ref["name"])]
+    return [n.rstrip("/").rpartition("/")[2] for n in names if isinstance(n, str) and n]
+
+
+def _helm_charts(entry: Entrypoint) -> set[str]:
+    """The charts of every HelmRelease the entrypoint applies that installs CRDs (install.crds not Skip)."""
+    objects = entry.all_objects()
+    oci_urls = {o.id.name: str(_dig(o.value, "spec", "url")) for o in objects
+                if (o.id.group, o.id.kind) == ("source.toolkit.fluxcd.io", "OCIRepository")}
+    out: set[str] = set()
+    for obj in objects:
+        if (obj.id.group, obj.id.kind) == ("helm.toolkit.fluxcd.io", "HelmRelease") \
+                and _dig(obj.value, "spec", "install", "crds") != "Skip":
+            out.update(_chart_names(obj.value, oci_urls))
+    return out
+
+
+def _is_helmfile(path: str) -> bool:
+    name = posixpath.basename(path)
+    folder = posixpath.basename(posixpath.dirname(path))
+    return name.endswith((".yaml", ".yml")) and (name.startswith("helmfile") or folder in ("helmfile", "helmfile.d"))
+
+
+def bootstrap_charts(tree: Tree) -> set[str]:
+    """The releases (and their charts) of every helmfile in the repository: a bootstrap installs them, CRDs
+    included, before Flux starts. Templates and files that are not YAML are skipped, never run."""
+    out: set[str] = set()
+    for path, entry in walk(tree, ""):
+        if entry.kind != "file" or not _is_helmfile(path):
+            continue
+        try:
+            documents = yamlio.load(tree.read(path), path, duplicates="last")
+        except WaveBotError:
+            continue
+        for doc in documents:
+            releases = doc.value.get("releases") if isinstance(doc.value, dict) else None
+            for release in releases if isinstance(releases, list) else ():
+                if isinstance(release, dict):
+                    out.update(str(release[key]).rstrip("/").rpartition("/")[2] for key in ("name", "chart")
+                               if isinstance(release.get(key), str) and "{{" not in release[key])
+    return out
+
+
 def _served(objects: Iterable[Object]) -> set[GroupKind]:
     """The kinds the CRDs among `objects` define."""
     out = set()
@@ -145,6 +225,7 @@ class Unknown:
 
 
 def _check(entry: Entrypoint, config: Config, tree: Tree | None) -> tuple[list[Issue], list[Unknown]]:
+    charts = _helm_charts(entry) | (bootstrap_charts(tree) if tree is not None else set())
     served = {t.key: _served(p.objects) for t in entry.tiers if (p := entry.passes.get(t.key)) is not None}
     creators = _creators(entry, config)
     declared = {s.kind: s.kustomization for s in config.crd_sources if s.kustomization is not None}
@@ -168,6 +249,8 @@ def _check(entry: Entrypoint, config: Config, tree: Tree | None) -> tuple[list[I
                        if (t := next((x for x in entry.tiers if x.name == name), None)) is not None]
             sources = [c.tier for c in makers] + owners
             if any(s.key in upstream and s.ready_gated for s in sources):
+                continue
+            if not sources and charted(gk[0], charts):
                 continue
             same = next((c for c in makers if c.tier.key == tier.key), None)
             if same is not None:
@@ -275,6 +358,6 @@ def _unknown(item: Unknown, config: Config) -> Finding:
 
 
 __all__ = [
-    "BUILTIN_GROUPS", "CODES", "FLUX_GROUPS", "SECOND_ORDER", "Creator", "Unknown", "builtin", "check",
-    "unknown_findings",
+    "BUILTIN_GROUPS", "CHART_GROUPS", "CODES", "FLUX_GROUPS", "SECOND_ORDER", "Creator", "Unknown",
+    "bootstrap_charts", "builtin", "charted", "check", "unknown_findings",
 ]

@@ -322,6 +322,80 @@ def test_a_kind_without_a_known_source_is_reported_once(capsys: pytest.CaptureFi
     assert found(report, "crd-") == []
 
 
+HELMRELEASE = """apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: {name}
+  namespace: {name}
+spec:
+  interval: 1h
+  chart:
+    spec:
+      chart: {chart}
+      sourceRef:
+        kind: HelmRepository
+        name: charts
+{install}"""
+
+
+def _snapshot_classes(repo: Path, *extra: str) -> None:
+    write_files(repo, {"platform-config/a.yaml": "apiVersion: snapshot.storage.k8s.io/v1\nkind: VolumeSnapshotClass\n"
+                       "metadata:\n  name: a\ndriver: driver.longhorn.io\ndeletionPolicy: Delete\n"})
+    _list(repo, "platform-config", "storageclass-longhorn.yaml", "a.yaml", *extra)
+
+
+@pytest.mark.parametrize("chart", ["snapshot-controller", "oci://registry.example/charts/snapshot-controller"])
+def test_a_kind_from_a_chart_a_tier_installs_is_not_unknown(chart: str, capsys: pytest.CaptureFixture[str],
+                                                            example_repo: Path) -> None:
+    """Git names the chart (a HelmRelease a tier applies), and the chart's name names the group."""
+    write_files(example_repo, {"platform-config/hr.yaml": HELMRELEASE.format(name="snap", chart=chart, install="")})
+    _snapshot_classes(example_repo, "hr.yaml")
+    code, report = check(capsys, example_repo)
+    assert found(report, "crd-") == []
+
+
+def test_a_chart_that_skips_crds_or_names_another_group_serves_nothing(capsys: pytest.CaptureFixture[str],
+                                                                       example_repo: Path) -> None:
+    write_files(example_repo, {
+        "platform-config/skip.yaml": HELMRELEASE.format(name="snap", chart="snapshot-controller",
+                                                        install="  install:\n    crds: Skip\n"),
+        "platform-config/other.yaml": HELMRELEASE.format(name="other", chart="storage-operator", install=""),
+    })
+    _snapshot_classes(example_repo, "skip.yaml", "other.yaml")
+    code, report = check(capsys, example_repo)
+    assert [f["resource"] for f in found(report, "crd-")] == ["snapshot.storage.k8s.io/VolumeSnapshotClass"]
+
+
+def test_a_release_of_a_bootstrap_helmfile_serves_its_crds(capsys: pytest.CaptureFixture[str],
+                                                           example_repo: Path) -> None:
+    """A helmfile installs its releases, CRDs included, before Flux starts; a template is never run."""
+    _snapshot_classes(example_repo)
+    write_files(example_repo, {"bootstrap/helmfile.d/templates/values.yaml.gotmpl": "{{ .Release.Name }}: [\n"})
+    code, report = check(capsys, example_repo)
+    assert [f["resource"] for f in found(report, "crd-")] == ["snapshot.storage.k8s.io/VolumeSnapshotClass"]
+    write_files(example_repo, {"bootstrap/helmfile.d/00-crds.yaml": "releases:\n  - name: snapshot-controller\n"
+                               "    namespace: kube-system\n    chart: oci://registry.example/snapshot-controller\n"})
+    code, report = check(capsys, example_repo)
+    assert found(report, "crd-") == []
+
+
+@pytest.mark.parametrize(("group", "charts", "served"), [
+    ("cert-manager.io", ["cert-manager"], True),
+    ("ceph.rook.io", ["rook-ceph"], True),
+    ("externaldns.k8s.io", ["external-dns"], True),
+    ("monitoring.coreos.com", ["kube-prometheus-stack"], True),
+    ("postgresql.cnpg.io", ["cloudnative-pg"], True),
+    ("monitoring.coreos.com", ["prometheus"], False),
+    ("example.io", ["app-template"], False),
+    ("stack.example.io", ["kube-stack"], False),  # generic words name no group
+    ("snapshot.storage.k8s.io", ["storage-operator"], False),  # a word names only the first label
+    ("acme.cert-manager.io", ["cert-manager"], True),
+])
+def test_which_chart_names_a_group(group: str, charts: list[str], served: bool) -> None:
+    from bot.checks.crds import charted
+    assert charted(group, charts) is served
+
+
 def test_config_declares_second_order_kinds(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
     write_files(example_repo, {"platform-config/op.yaml": "apiVersion: ops.example.com/v1\nkind: Operator\n"
                                "metadata:\n  name: op\n", "platform-config/widget.yaml": WIDGET})
