@@ -61,6 +61,9 @@ CHART_GROUPS: Mapping[str, tuple[str, ...]] = {
     "prometheus-operator-crds": ("monitoring.coreos.com",),
     "cloudnative-pg": ("postgresql.cnpg.io",),
     "envoy-gateway": ("gateway.envoyproxy.io", "gateway.networking.k8s.io"),
+    "flux-operator": ("fluxcd.controlplane.io",),
+    "node-feature-discovery": ("nfd.k8s-sigs.io",),
+    "silence-operator": ("observability.giantswarm.io",),
 }
 GENERIC_WORDS = frozenset({"operator", "controller", "crds", "crd", "stack", "chart", "charts", "helm", "kube",
                            "k8s", "app", "system"})

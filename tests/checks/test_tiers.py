@@ -385,6 +385,7 @@ def test_a_release_of_a_bootstrap_helmfile_serves_its_crds(capsys: pytest.Captur
     ("externaldns.k8s.io", ["external-dns"], True),
     ("monitoring.coreos.com", ["kube-prometheus-stack"], True),
     ("postgresql.cnpg.io", ["cloudnative-pg"], True),
+    ("fluxcd.controlplane.io", ["flux-operator"], True),
     ("monitoring.coreos.com", ["prometheus"], False),
     ("example.io", ["app-template"], False),
     ("stack.example.io", ["kube-stack"], False),  # generic words name no group
