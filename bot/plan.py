@@ -43,6 +43,37 @@ from bot.side import Side, Slot, order
 
 
 @dataclass(frozen=True)
+class Mode:
+    """Which pipeline ran, and why: `waves` (the catalog's layout) or `review` (no waves, nothing written)."""
+
+    name: str
+    reason: str
+
+    @property
+    def review(self) -> bool:
+        return self.name == "review"
+
+
+WAVES = Mode("waves", "the catalog declares the units")
+
+
+def choose_mode(tree: Tree, config: Config) -> Mode:
+    """`mode:` when the config sets it; else review exactly when there is no catalog directory (at its
+    default place) and no `dependencies:` declare a unit. A catalog_dir the config names but the tree
+    lacks stays an error: that is a typo, not a repository without waves."""
+    where, _ = config.where("mode")
+    if config.mode == "review":
+        return Mode("review", f"mode: review in {where}")
+    if config.mode == "waves":
+        return Mode("waves", f"mode: waves in {where}")
+    if config.dependencies or config.where("catalog_dir")[0] is not None or tree.kind(config.catalog_dir) is not None:
+        return WAVES
+    declared = f"; dependencies: in {config.source} declares none" if "dependencies" in config.lines else ""
+    return Mode("review", f"no catalog directory '{config.catalog_dir}' and no units declared{declared}; "
+                          "`mode: waves` or `mode: review` in .wave-bot.yaml chooses")
+
+
+@dataclass(frozen=True)
 class Plan:
     """Everything `apply` would do and everything a reviewer should know, for one tree."""
 
@@ -62,6 +93,7 @@ class Plan:
     """The tier checks (their findings are among `findings` too) and the dependsOn graph."""
     split: Plan | None = None
     """At cutover step 1 (which moves nothing): the layout step 2 will produce, every file in place."""
+    mode: Mode = WAVES
 
     @property
     def slots(self) -> tuple[Slot, ...]:
@@ -117,6 +149,8 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "mode": self.mode.name,
+            "mode_reason": self.mode.reason,
             "max_wave": self.graph.max_wave,
             "waves": self.graph.waves(),
             "placement": {str(n): paths for n, paths in self.placement().items()},
@@ -138,6 +172,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     kept in place this time with their objects protected (the plan finds them itself); `hold=False`
     makes every move as it is, for `wave-bot accept` to see what the change itself deletes.
     """
+    mode = choose_mode(tree, config)
+    if mode.review:
+        return review_plan(tree, config, mode, base)
     # The layout: waves from the catalog, each app file's wave, the generated files.
     services = load_catalog(tree, config)
     graph = compute_waves(services, config)
@@ -258,6 +295,26 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         base_waves=base_waves,
         sides=tuple(sides),
         tier_report=tier_report,
+    )
+
+
+def review_plan(tree: Tree, config: Config, mode: Mode, base: Tree | None = None) -> Plan:
+    """Review mode: no catalog, no waves, no changes; the findings of every producer that does not
+    need the layout (what the change makes Flux delete against `base`, the tier checks)."""
+    builds = Builds()
+    tier_report = tiers.check(tree, config, builds, base)
+    findings: list[Finding] = [*tier_report.findings]
+    findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
+    return Plan(
+        config=config,
+        graph=WaveGraph({}),
+        files=(),
+        waves=(),
+        changes=(),
+        findings=tuple(sorted(set(findings), key=Finding.sort_key)),
+        template_source="",
+        tier_report=tier_report,
+        mode=mode,
     )
 
 

@@ -1,0 +1,108 @@
+"""Which pipeline runs: review mode without a catalog, the waves with one, `mode:` to choose."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from conftest import snapshot
+
+FLUX_KS = """\
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./kubernetes/apps
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"""
+NO_CATALOG = {"kubernetes/flux/apps.yaml": FLUX_KS, "kubernetes/apps/.keep": ""}
+
+
+def _json(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    data = json.loads(capsys.readouterr().out)
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.mark.parametrize("command", ["plan", "check", "apply"])
+def test_without_catalog_or_dependencies_every_command_runs_in_review_mode_and_writes_nothing(
+    command: str, make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(NO_CATALOG)
+    before = snapshot(repo)
+
+    code = main([command, str(repo), "--base", "HEAD", "--format", "json"])
+
+    data = _json(capsys)
+    assert code == 0
+    assert data["mode"] == "review"
+    assert "no catalog directory 'catalog'" in str(data["mode_reason"])
+    assert data["changes"] == []
+    assert snapshot(repo) == before
+
+
+def test_review_mode_is_said_in_text_and_apply_says_it_wrote_nothing(
+    make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(NO_CATALOG)
+    assert main(["apply", str(repo)]) == 0
+    out = capsys.readouterr().out
+    assert "Review mode (no catalog directory 'catalog'" in out
+    assert "`apply` wrote nothing" in out
+    assert main(["check", str(repo), "--format", "markdown"]) == 0
+    assert "Review mode (" in capsys.readouterr().out
+
+
+def test_empty_dependencies_map_is_review_mode_too(
+    make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo({**NO_CATALOG, ".wave-bot.yaml": "dependencies: {}\n"})
+    assert main(["check", str(repo), "--format", "json"]) == 0
+    data = _json(capsys)
+    assert data["mode"] == "review"
+    assert "dependencies: in .wave-bot.yaml declares none" in str(data["mode_reason"])
+
+
+def test_mode_review_skips_an_existing_catalog(
+    make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The catalog names a dependency nobody declares: waves mode would refuse it (exit 2).
+    catalog = ("apiVersion: catalog.homelab.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: a\n"
+               "spec:\n  dependencies: [nowhere]\n")
+    files = {**NO_CATALOG, "catalog/a.yaml": catalog}
+    repo = make_repo({**files, ".wave-bot.yaml": "mode: review\n"})
+    assert main(["check", str(repo), "--format", "json"]) == 0
+    data = _json(capsys)
+    assert data["mode"] == "review"
+    assert data["mode_reason"] == "mode: review in .wave-bot.yaml"
+    (repo / ".wave-bot.yaml").write_text("mode: auto\n")
+    assert main(["check", str(repo)]) == 2
+
+
+def test_a_configured_catalog_dir_that_is_missing_stays_an_error(
+    make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo({**NO_CATALOG, ".wave-bot.yaml": "catalog_dir: catalg\n"})
+    assert main(["check", str(repo)]) == 2
+    assert "catalog_dir is 'catalg', and there is no such directory" in capsys.readouterr().err
+
+
+def test_an_unknown_mode_is_refused_with_its_line_and_a_did_you_mean(
+    make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo({**NO_CATALOG, ".wave-bot.yaml": "apps_dir: apps\nmode: reviw\n"})
+    before = snapshot(repo)
+    assert main(["apply", str(repo)]) == 2
+    err = capsys.readouterr().err
+    assert ".wave-bot.yaml:2" in err
+    assert "'mode' must be one of auto, review, waves, got 'reviw' (did you mean 'review'?)" in err
+    assert snapshot(repo) == before
