@@ -41,6 +41,12 @@ CODES: tuple[Code, ...] = (
          "the object's Namespace is deleted, and Kubernetes deletes everything in it"),
     Code("kustomization-removed", "error",
          "a pruning Flux Kustomization that owned objects disappears: its finalizer deletes them"),
+    # what a change makes Flux delete, Kustomization by Kustomization (checks/review.py, review mode)
+    Code("kustomization-renamed", "error for the kinds above and a chart's claims; warning otherwise",
+         "a Flux Kustomization is renamed or changes namespace: the old one's finalizer deletes what the new "
+         "one recreates", deletes=True),
+    Code("build-failed", "error",
+         "a Flux Kustomization's build fails at the head (a missing path): Flux applies and prunes nothing of it"),
     # checks/prune.py
     Code("invalid-prune", "error", "`spec.prune` is not a YAML 1.2 boolean: the CRD rejects it"),
     # checks/cutover.py

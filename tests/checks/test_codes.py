@@ -46,6 +46,7 @@ def test_every_code_the_bot_emits_is_declared() -> None:
 
 
 def test_the_special_lists_are_derived_from_the_declarations() -> None:
-    deleting = ["copy-removed", "cross-kustomization-move", "later-wave-move", "resource-dropped", "resource-removed"]
+    deleting = ["copy-removed", "cross-kustomization-move", "kustomization-renamed", "later-wave-move",
+                "resource-dropped", "resource-removed"]
     assert sorted(DELETING) == deleting
     assert sorted(OWN_SECTION) == ["chain-gating", "not-onboarded"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
+
 from conftest import snapshot
 
 FLUX_KS = """\

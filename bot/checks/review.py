@@ -1,0 +1,356 @@
+"""What a change makes Flux delete, Flux Kustomization by Flux Kustomization (review mode).
+
+The unit is the Flux Kustomization, per cluster: each one's build at the base revision (deployed)
+and at the head (what merges), as the model of what Flux applies reads them (`bot.flux.applied`,
+turned into the `Unit` records below by `units_of`). The Flux behaviour modelled (kustomize-controller v1):
+
+- A Kustomization whose build fails at the head applies nothing and prunes nothing: its build failure
+  is reported (`build-failed`: the file and line that name the missing path), and no deletion is
+  concluded from it, nor from a child Kustomization that only its build would have applied.
+- A Kustomization that prunes (`prune: true`, at the base or the head spec: the parent and the child
+  race to apply the new spec) deletes every object that leaves its build, unless the deployed object
+  carries `kustomize.toolkit.fluxcd.io/prune: disabled`. An object that another Kustomization
+  applies now moves: safe only when the old owner `dependsOn` the new one (the new one adopts it
+  first); else the old owner may delete it after the new one applied it (`cross-kustomization-move`).
+- A Kustomization that leaves its parent's build is deleted by the parent's garbage collection (a
+  parent with `prune: false` leaves it, unmanaged). Its finalizer then deletes its whole inventory,
+  child Kustomizations and HelmReleases with their own cascades, unless `deletionPolicy: Orphan`
+  or (`MirrorPrune`, the default) `prune: false`, as deployed. A rename or a namespace change is such
+  a deletion and a creation: the new one recreates the objects empty (`kustomization-renamed`).
+- A HelmRelease that is deleted is uninstalled: for bjw-s's app-template, the claims its
+  `persistence` items render go with it (`bot.flux.stateful.chart_claims`).
+
+Severity: an error for every object whose deletion loses state (PVC, PV, Namespace, CNPG Cluster,
+`stateful_kinds`, a chart's or ResourceSet's claims), naming it; info for stateless objects of a
+deletion, a warning for the stateless objects a rename recreates. Each error's fix is the next safe
+step: `deletionPolicy: Orphan` on the old Kustomization, merged first (through the parent's
+`spec.patches` when the parent sets the child's deletionPolicy or prune there, since an edit in the
+child's own file is overridden), or `wave-bot accept` for a deliberate deletion (added by
+`bot.checks.acceptance.judge`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from bot.config import Config
+from bot.flux.stateful import _loss, is_stateful
+from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
+from bot.model import Finding, Severity
+from bot.resid import ResourceId
+
+NAMED = 8
+"""Stateless objects named on a finding; the stateful ones are always all named, one finding each."""
+
+
+@dataclass(frozen=True)
+class Built:
+    """One object a Flux Kustomization's build applies."""
+
+    id: ResourceId
+    path: str
+    line: int
+    known: bool = True
+    """False when substitution leaves its identity unknown: never compared, never merged."""
+    prune_disabled: bool = False
+    renders: tuple[ResourceId, ...] = ()
+    """The stateful objects it owns in turn (a HelmRelease's chart claims, a ResourceSet's resources)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a Flux Kustomization's build fails: the file (and line) naming a path that does not exist."""
+
+    path: str
+    line: int | None
+    missing: str
+    guess: str | None = None
+    """What the missing path should be, when a rename explains it."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One Flux Kustomization of one cluster, with its effective spec and its build."""
+
+    cluster: str
+    namespace: str
+    name: str
+    path: str
+    """The file defining it."""
+    line: int = 0
+    spec_path: str = ""
+    prune: bool = True
+    deletion_policy: str = ""
+    policy_from: str | None = None
+    """The parent's file, when the parent's `spec.patches` set this one's deletionPolicy or prune."""
+    parent: str | None = None
+    """`namespace/name` of the Kustomization whose build applies it; None: the cluster's entry."""
+    depends_on: tuple[str, ...] = ()
+    """`namespace/name` of each dependsOn target."""
+    objects: tuple[Built, ...] = ()
+    failure: Failure | None = None
+    external: bool = False
+    """Its source is not this repository (OCIRepository, Bucket, ...): never built, never compared."""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.cluster, self.ref)
+
+    @property
+    def finalizer_deletes(self) -> bool:
+        """Whether deleting it deletes its inventory (kustomize-controller's finalizer)."""
+        if self.deletion_policy in ("Delete", "WaitForTermination"):
+            return True
+        return self.prune and self.deletion_policy in ("", "MirrorPrune")
+
+    @property
+    def setting(self) -> str:
+        return f"deletionPolicy: {self.deletion_policy or 'MirrorPrune'}, prune: {str(self.prune).lower()}"
+
+
+def _is_flux_ks(rid: ResourceId) -> bool:
+    return rid.group == FLUX_GROUP and rid.kind == "Kustomization"
+
+
+def _lost(b: Built, config: Config) -> list[tuple[ResourceId, str]]:
+    """(object, what its deletion loses) for the stateful objects deleting `b` deletes."""
+    out = [(b.id, _loss(b.id, config))] if is_stateful(b.id, config) else []
+    owner = f"{b.id.kind} {b.id.namespace}/{b.id.name}"
+    out += [(r, f"{owner} is deleted and takes it with it: {_loss(r, config)}") for r in b.renders]
+    return out
+
+
+@dataclass(frozen=True)
+class _Gone:
+    """Everything deleting one Kustomization deletes: its objects and, through its children, theirs."""
+
+    stateful: tuple[tuple[ResourceId, str, str], ...]  # (object, what is lost, the Kustomization deleting it)
+    stateless: tuple[ResourceId, ...]
+
+
+def _cascade(unit: Unit, children: Mapping[tuple[str, str], Sequence[Unit]], config: Config,
+             seen: frozenset[tuple[str, str]] = frozenset()) -> _Gone:
+    if not unit.finalizer_deletes or unit.key in seen or unit.external:
+        return _Gone((), ())
+    stateful: list[tuple[ResourceId, str, str]] = []
+    stateless: list[ResourceId] = []
+    for b in unit.objects:
+        if not b.known or b.prune_disabled:
+            continue
+        lost = _lost(b, config)
+        stateful += [(r, why, unit.ref) for r, why in lost]
+        if not is_stateful(b.id, config):
+            stateless.append(b.id)
+    for child in children.get(unit.key, ()):
+        more = _cascade(child, children, config, seen | {unit.key})
+        stateful += more.stateful
+        stateless += more.stateless
+    return _Gone(tuple(dict.fromkeys(stateful)), tuple(dict.fromkeys(stateless)))
+
+
+def orphan_step(unit: Unit) -> str:
+    """Step 1 of keeping what `unit` owns through its deletion: `deletionPolicy: Orphan` where it takes
+    effect, merged and applied before the change that deletes (or renames) it."""
+    if unit.policy_from is not None:
+        return (f"# 1. the parent's spec.patches set this Kustomization's deletionPolicy, so an edit of "
+                f"{unit.path} is overridden:\n"
+                f"#    in {unit.policy_from}, append to the parent's spec.patches (after the patch that sets "
+                "it for every child), merge, and wait until Flux has applied it:\n"
+                "    - patch: |-\n"
+                f"        apiVersion: {FLUX_GROUP}/v1\n"
+                "        kind: Kustomization\n"
+                "        metadata:\n"
+                f"          name: {unit.name}\n"
+                "        spec:\n"
+                "          deletionPolicy: Orphan\n"
+                "      target:\n"
+                f"        group: {FLUX_GROUP}\n"
+                "        kind: Kustomization\n"
+                f"        name: {unit.name}\n"
+                f"# 2. then merge this change: the old Kustomization goes and leaves its objects in place\n")
+    return (f"# 1. in {unit.path}, set only this on Kustomization {unit.ref}, merge, and wait until Flux has "
+            "applied it:\nspec:\n  deletionPolicy: Orphan\n"
+            "# 2. then merge this change: the old Kustomization goes and leaves its objects in place\n")
+
+
+def _names(ids: Sequence[ResourceId]) -> str:
+    shown = ", ".join(map(str, ids[:NAMED]))
+    return shown + (f" and {len(ids) - NAMED} more" if len(ids) > NAMED else "")
+
+
+def build_failure_findings(base: Iterable[Unit], head: Iterable[Unit]) -> list[Finding]:
+    """`build-failed`: a head build that fails (and did not fail the same way at the base)."""
+    before = {(u.key, u.failure.path, u.failure.missing) for u in base if u.failure is not None}
+    out = []
+    for u in head:
+        f = u.failure
+        if f is None or (u.key, f.path, f.missing) in before:
+            continue
+        guess = f" (did you mean '{f.guess}'?)" if f.guess else ""
+        out.append(Finding(
+            code="build-failed", severity="error",
+            message=f"Kustomization {u.ref} ({u.cluster}) cannot be built: {f.path}"
+                    f"{f':{f.line}' if f.line else ''} names '{f.missing}', which does not exist{guess}. "
+                    "kustomize-controller applies and prunes nothing of it until it is fixed (so this change "
+                    "deletes nothing through it), and what dependsOn it waits",
+            path=f.path, line=f.line, resource=f"{FLUX_GROUP}/Kustomization {u.ref}",
+            fix=f"point it at the directory that exists: '{f.guess}'" if f.guess else
+                f"restore '{f.missing}', or change {f.path} to name a path that exists",
+        ))
+    return out
+
+
+def deletion_findings(base: Sequence[Unit], head: Sequence[Unit], config: Config) -> list[Finding]:
+    """Every deletion going from `base` to `head` makes Flux perform, with the build failures that stop it."""
+    findings = build_failure_findings(base, head)
+    base_by = {u.key: u for u in base}
+    head_by = {u.key: u for u in head}
+    children: dict[tuple[str, str], list[Unit]] = {}
+    for u in base:
+        if u.parent is not None:
+            children.setdefault((u.cluster, u.parent), []).append(u)
+    failed = {u.key for u in head if u.failure is not None}
+    findings += _removed_kustomizations(base, base_by, head_by, children, failed, config)
+    findings += _objects_leaving(base_by, head_by, failed, config)
+    return findings
+
+
+def _successor(u: Unit, head: Sequence[Unit], base_by: Mapping[tuple[str, str], Unit]) -> Unit | None:
+    """The new Kustomization that takes over `u`'s build: same cluster, new to the head, same name or
+    same spec.path (a rename or a namespace change)."""
+    new = [h for h in head if h.cluster == u.cluster and h.key not in base_by]
+    for h in new:
+        if h.name == u.name or (u.spec_path and h.spec_path == u.spec_path):
+            return h
+    ids = {b.id for b in u.objects if b.known}
+    for h in new:
+        if ids and ids <= {b.id for b in h.objects if b.known}:
+            return h
+    return None
+
+
+def _removed_kustomizations(
+    base: Sequence[Unit], base_by: Mapping[tuple[str, str], Unit], head_by: Mapping[tuple[str, str], Unit],
+    children: Mapping[tuple[str, str], Sequence[Unit]], failed: set[tuple[str, str]], config: Config,
+) -> list[Finding]:
+    out: list[Finding] = []
+    head = list(head_by.values())
+    for u in base:
+        if u.key in head_by or u.external:
+            continue
+        parent_key = (u.cluster, u.parent) if u.parent is not None else None
+        if parent_key is not None and parent_key not in head_by:
+            continue  # its parent goes too: the parent's cascade covers it
+        parent = head_by.get(parent_key) if parent_key is not None else None
+        if parent_key is not None and parent_key in failed:
+            continue  # the parent's build fails: it applies and prunes nothing (build-failed says so)
+        if parent is not None and not parent.prune and not base_by[parent.key].prune:
+            continue  # a parent that does not prune leaves it in the cluster, unmanaged
+        successor = _successor(u, head, base_by)
+        gone = _cascade(u, children, config)
+        out += _deletion_of(u, successor, gone)
+    return out
+
+
+def _deletion_of(u: Unit, successor: Unit | None, gone: _Gone) -> list[Finding]:
+    code = "kustomization-renamed" if successor is not None else "resource-removed"
+    if successor is not None:
+        what = ("its namespace changes" if successor.name == u.name else "it is renamed") + \
+               f" to {successor.ref}, which Flux takes as a deletion and a creation"
+        after = f"; {successor.ref} recreates them empty"
+    else:
+        what = "this change removes it from what its parent applies, so Flux deletes it"
+        after = ""
+    owner = f"Kustomization {u.ref} ({u.cluster})"
+    out: list[Finding] = []
+    for rid, why, by in gone.stateful:
+        through = "" if by == u.ref else f" (through Kustomization {by}, which it deletes)"
+        out.append(Finding(
+            code=code, severity="error",
+            message=f"{rid} is lost: {owner} is deleted ({what}), and its finalizer ({u.setting}) deletes "
+                    f"{rid}{through}: {why}{after}",
+            path=u.path, line=u.line or None, resource=str(rid), fix=orphan_step(u),
+        ))
+    if gone.stateless:
+        severity: Severity = "warning" if successor is not None else "info"
+        out.append(Finding(
+            code=code, severity=severity,
+            message=f"{owner} is deleted ({what}), and its finalizer ({u.setting}) deletes "
+                    f"{len(gone.stateless)} object(s) with no state: {_names(gone.stateless)}{after}"
+                    + (" (missing in between: a restart)" if successor is not None else ""),
+            path=u.path, line=u.line or None,
+            fix=orphan_step(u) if successor is not None else None,
+        ))
+    return out
+
+
+def _adopts_first(old: Unit, new: Unit, units: Mapping[tuple[str, str], Unit]) -> bool:
+    """Whether `old` waits for `new` (dependsOn, transitively, among `units`): `new` adopts first. The
+    caller asks it of both specs: the parent and the child race to apply the new one."""
+    todo, seen = list(old.depends_on), set()
+    while todo:
+        ref = todo.pop()
+        if ref == new.ref:
+            return True
+        if ref in seen:
+            continue
+        seen.add(ref)
+        dep = units.get((old.cluster, ref))
+        todo += dep.depends_on if dep is not None else ()
+    return False
+
+
+def _objects_leaving(base_by: Mapping[tuple[str, str], Unit], head_by: Mapping[tuple[str, str], Unit],
+                     failed: set[tuple[str, str]], config: Config) -> list[Finding]:
+    out: list[Finding] = []
+    applied_by: dict[tuple[str, ResourceId], Unit] = {}
+    for h in head_by.values():
+        for b in h.objects:
+            if b.known:
+                applied_by.setdefault((h.cluster, b.id), h)
+    for key, old in base_by.items():
+        new = head_by.get(key)
+        if new is None or key in failed or old.external or not (old.prune or new.prune):
+            continue
+        now = {b.id for b in new.objects if b.known}
+        for b in old.objects:
+            if not b.known or b.id in now or _is_flux_ks(b.id):
+                continue  # a child Kustomization that leaves is judged as a Kustomization
+            if b.prune_disabled:
+                continue  # deployed with prune: disabled: Flux leaves it
+            lost = _lost(b, config)
+            other = applied_by.get((old.cluster, b.id))
+            where = f"{b.path}:{b.line}"
+            if other is not None:
+                if _adopts_first(old, other, base_by) and _adopts_first(new, other, head_by):
+                    continue
+                message = (f"{b.id} moves from Kustomization {old.ref} to {other.ref} ({old.cluster}), and "
+                           f"{old.ref} does not dependsOn {other.ref}: it may prune the object after {other.ref} "
+                           "applied it, or before, so it is deleted and recreated")
+                code = "cross-kustomization-move"
+                fix = (f"first merge the objects with the annotation {PRUNE_KEY}: {PRUNE_DISABLED} (in "
+                       f"{b.path}), wait until {old.ref} has applied it, then move them; or make {old.ref} "
+                       f"dependsOn {other.ref} so that it adopts them first")
+                stateless: Severity = "warning"
+            else:
+                message = (f"{b.id} leaves the build of Kustomization {old.ref} ({old.cluster}, prune: true) "
+                           f"and nothing applies it now, so Flux deletes it (it was defined at {where})")
+                code = "resource-removed"
+                fix = (f"to keep it, first merge the annotation {PRUNE_KEY}: {PRUNE_DISABLED} on it (in "
+                       f"{b.path}), wait until Flux has applied it, then remove it")
+                stateless = "info"
+            if lost:
+                for rid, why in lost:
+                    out.append(Finding(code=code, severity="error", message=f"{message}: {rid} is lost: {why}",
+                                       path=old.path, line=old.line or None, resource=str(rid), fix=fix))
+            else:
+                out.append(Finding(code=code, severity=stateless, message=message, path=old.path,
+                                   line=old.line or None, resource=str(b.id), fix=None if stateless == "info" else fix))
+    return out
+
+
+__all__ = ["Built", "Failure", "Unit", "build_failure_findings", "deletion_findings", "orphan_step"]
