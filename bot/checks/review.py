@@ -87,6 +87,11 @@ class Unit:
     """`namespace/name` of the Kustomization whose build applies it; None: the cluster's entry."""
     depends_on: tuple[str, ...] = ()
     """`namespace/name` of each dependsOn target."""
+    wait: bool = False
+    health_checks: bool = False
+    """`spec.healthChecks` (or `healthCheckExprs`) lists something: Ready waits for it."""
+    ready_exprs: tuple[str, ...] = ()
+    """`namespace/name` of each dependsOn entry that carries a `readyExpr`."""
     objects: tuple[Built, ...] = ()
     failure: Failure | None = None
     external: bool = False
@@ -353,4 +358,45 @@ def _objects_leaving(base_by: Mapping[tuple[str, str], Unit], head_by: Mapping[t
     return out
 
 
-__all__ = ["Built", "Failure", "Unit", "build_failure_findings", "deletion_findings", "orphan_step"]
+FEATURE_GATE = "AdditiveCELDependencyCheck"
+
+
+def gating_findings(units: Sequence[Unit], gate_on: bool) -> list[Finding]:
+    """How the dependsOn edges really gate. `depends-on-not-gating` (info), once per target: a target
+    that neither waits nor has health checks is Ready once applied, so its dependents wait for its
+    apply, not for what it runs. `ready-expr-replaces-readiness` (warning) per entry: without the
+    `AdditiveCELDependencyCheck` feature gate (`gate_on`), a `readyExpr` replaces the built-in check
+    that the target is Ready at the same revision, so the edge no longer waits for the new revision."""
+    by = {u.key: u for u in units}
+    waiting: dict[tuple[str, str], list[str]] = {}
+    out: list[Finding] = []
+    for u in units:
+        for ref in u.depends_on:
+            target = by.get((u.cluster, ref))
+            if target is not None and not target.wait and not target.health_checks and not target.external:
+                waiting.setdefault(target.key, []).append(u.ref)
+        for ref in u.ready_exprs if not gate_on else ():
+            out.append(Finding(
+                code="ready-expr-replaces-readiness", severity="warning",
+                message=f"Kustomization {u.ref} ({u.cluster}) dependsOn {ref} with a readyExpr: without the "
+                        f"{FEATURE_GATE} feature gate the expression replaces Flux's own check that {ref} is Ready "
+                        "at the same revision, so the edge no longer waits for the new revision",
+                path=u.path, line=u.line or None, resource=f"{FLUX_GROUP}/Kustomization {u.ref}",
+                fix=f"enable the gate on kustomize-controller (--feature-gates={FEATURE_GATE}=true), or add "
+                    "the readiness and revision check to the expression",
+            ))
+    for key, dependents in sorted(waiting.items()):
+        target = by[key]
+        out.append(Finding(
+            code="depends-on-not-gating", severity="info",
+            message=f"Kustomization {target.ref} ({target.cluster}) has wait: false and no healthChecks, so it is "
+                    f"Ready as soon as it is applied: {', '.join(sorted(set(dependents)))} wait(s) for its apply "
+                    "only, not for what it runs to be ready",
+            path=target.path, line=target.line or None, resource=f"{FLUX_GROUP}/Kustomization {target.ref}",
+            fix="where a dependent needs it running, set on it (or list what must be ready):\nspec:\n  wait: true\n",
+        ))
+    return out
+
+
+__all__ = ["Built", "Failure", "Unit", "build_failure_findings", "deletion_findings", "gating_findings",
+           "orphan_step"]

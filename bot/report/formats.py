@@ -12,7 +12,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks.codes import OWN_SECTION
+from bot.checks.codes import OWN_SECTION, TIER
 from bot.checks.tiers import all_codes
 from bot.config import CONFIG_FILE
 from bot.errors import WaveBotError
@@ -36,7 +36,7 @@ GATING_TITLE = "Gating worth knowing about"
 
 
 TIERS_TITLE = "Tiers"
-TIER_CODES = frozenset(all_codes())
+TIER_CODES = frozenset(all_codes()) | TIER
 """The tier checks' findings: shown in a section of their own, the ones the change introduces first."""
 TIER_STYLE = "stroke:#d1242f,stroke-width:3px"
 

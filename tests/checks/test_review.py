@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from bot.checks import acceptance
-from bot.checks.review import Built, Failure, Unit, deletion_findings
+from bot.checks.review import Built, Failure, Unit, deletion_findings, gating_findings
 from bot.config import Config
 from bot.resid import ResourceId
 
@@ -177,3 +177,23 @@ def test_a_helm_release_deleted_with_its_kustomization_takes_the_claims_its_char
 def test_an_external_source_is_never_compared() -> None:
     ext = dataclasses.replace(PLEX, external=True, objects=())
     assert deletion_findings([PARENT, dataclasses.replace(PLEX, external=True)], [PARENT, ext], CONFIG) == []
+
+
+def test_a_depends_on_target_that_neither_waits_nor_checks_health_gates_only_the_apply() -> None:
+    db = Unit("main", "flux-system", "postgres", "kubernetes/apps/db/ks.yaml", 2)
+    app = dataclasses.replace(PLEX, depends_on=("flux-system/postgres",))
+    (info,) = gating_findings([db, app], gate_on=False)
+    assert (info.code, info.severity, info.path) == ("depends-on-not-gating", "info", db.path)
+    assert "flux-system/plex wait(s) for its apply only" in info.message
+    assert info.fix is not None and "wait: true" in info.fix
+    for ready in ({"wait": True}, {"health_checks": True}):
+        assert gating_findings([dataclasses.replace(db, **ready), app], gate_on=False) == []  # type: ignore[arg-type]
+
+
+def test_a_ready_expr_without_the_feature_gate_is_a_warning() -> None:
+    db = Unit("main", "flux-system", "postgres", "kubernetes/apps/db/ks.yaml", 2, wait=True)
+    app = dataclasses.replace(PLEX, depends_on=("flux-system/postgres",), ready_exprs=("flux-system/postgres",))
+    (warning,) = gating_findings([db, app], gate_on=False)
+    assert (warning.code, warning.severity) == ("ready-expr-replaces-readiness", "warning")
+    assert "no longer waits for the new revision" in warning.message
+    assert gating_findings([db, app], gate_on=True) == []
