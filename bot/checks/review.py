@@ -59,13 +59,13 @@ class Built:
 
 @dataclass(frozen=True)
 class Failure:
-    """Why a Flux Kustomization's build fails: the file (and line) naming a path that does not exist."""
+    """Why a Flux Kustomization's build fails: the file (and line) at fault, what is wrong (the path
+    that does not exist), and how to fix it (what the path should be, when a rename explains it)."""
 
-    path: str
+    path: str | None
     line: int | None
-    missing: str
-    guess: str | None = None
-    """What the missing path should be, when a rename explains it."""
+    message: str
+    hint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,22 +189,20 @@ def _names(ids: Sequence[ResourceId]) -> str:
 
 def build_failure_findings(base: Iterable[Unit], head: Iterable[Unit]) -> list[Finding]:
     """`build-failed`: a head build that fails (and did not fail the same way at the base)."""
-    before = {(u.key, u.failure.path, u.failure.missing) for u in base if u.failure is not None}
+    before = {(u.key, u.failure.path, u.failure.message) for u in base if u.failure is not None}
     out = []
     for u in head:
         f = u.failure
-        if f is None or (u.key, f.path, f.missing) in before:
+        if f is None or (u.key, f.path, f.message) in before:
             continue
-        guess = f" (did you mean '{f.guess}'?)" if f.guess else ""
+        where = f"{f.path}{f':{f.line}' if f.line else ''}: " if f.path else ""
         out.append(Finding(
             code="build-failed", severity="error",
-            message=f"Kustomization {u.ref} ({u.cluster}) cannot be built: {f.path}"
-                    f"{f':{f.line}' if f.line else ''} names '{f.missing}', which does not exist{guess}. "
-                    "kustomize-controller applies and prunes nothing of it until it is fixed (so this change "
-                    "deletes nothing through it), and what dependsOn it waits",
-            path=f.path, line=f.line, resource=f"{FLUX_GROUP}/Kustomization {u.ref}",
-            fix=f"point it at the directory that exists: '{f.guess}'" if f.guess else
-                f"restore '{f.missing}', or change {f.path} to name a path that exists",
+            message=f"Kustomization {u.ref} ({u.cluster}) cannot be built: {where}{f.message}. kustomize-controller "
+                    "applies and prunes nothing of it until it is fixed (so this change deletes nothing through "
+                    "it), and whatever dependsOn it waits",
+            path=f.path or u.path, line=f.line if f.path else u.line or None,
+            resource=f"{FLUX_GROUP}/Kustomization {u.ref}", fix=f.hint,
         ))
     return out
 

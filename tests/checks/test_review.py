@@ -105,18 +105,20 @@ def test_where_the_parent_patches_the_deletion_policy_the_step_goes_through_the_
 
 
 def test_a_head_that_fails_to_build_deletes_nothing_and_says_why() -> None:
-    broken = dataclasses.replace(PLEX, objects=(), failure=Failure("kubernetes/apps/media/plex/ks.yaml", 9,
-                                                                   "kubernetes/apps/media/plex/app",
-                                                                   "kubernetes/apps/media/plex/application"))
+    failure = Failure("kubernetes/apps/media/plex/ks.yaml", 9, "spec.path 'kubernetes/apps/media/plex/app' does "
+                      "not exist", "did you mean 'kubernetes/apps/media/plex/application'?")
+    broken = dataclasses.replace(PLEX, objects=(), failure=failure)
     findings = deletion_findings([PARENT, PLEX], [PARENT, broken], CONFIG)
     assert [f.code for f in findings] == ["build-failed"]
     assert findings[0].path == "kubernetes/apps/media/plex/ks.yaml" and findings[0].line == 9
-    assert "names 'kubernetes/apps/media/plex/app', which does not exist (did you mean " \
-           "'kubernetes/apps/media/plex/application'?)" in findings[0].message
+    assert "cannot be built: kubernetes/apps/media/plex/ks.yaml:9: spec.path 'kubernetes/apps/media/plex/app' " \
+           "does not exist. kustomize-controller applies and prunes nothing" in findings[0].message
+    assert findings[0].fix == "did you mean 'kubernetes/apps/media/plex/application'?"
+    assert deletion_findings([PARENT, broken], [PARENT, broken], CONFIG) == []  # not this change's
 
 
 def test_a_parent_that_fails_to_build_deletes_no_child() -> None:
-    broken = dataclasses.replace(PARENT, objects=(), failure=Failure(PARENT.path, 8, "kubernetes/apps"))
+    broken = dataclasses.replace(PARENT, objects=(), failure=Failure(PARENT.path, 8, "'kubernetes/apps' is gone"))
     findings = deletion_findings([PARENT, PLEX], [broken], CONFIG)
     assert [f.code for f in findings] == ["build-failed"]
 
