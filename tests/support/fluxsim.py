@@ -35,6 +35,9 @@ Written from Flux's documented behaviour, not from `bot/checks/deletes.py`, so t
     simulated repositories changes what a nested Kustomization builds between the two.
   - Deleting a nested Kustomization (pruned, by a finalizer, with its namespace) runs its finalizer
     with its live spec, by the same rules as above, so its own nested owners go too.
+  - A nested Kustomization new to the cluster (a rename, a namespace change) reconciles on its own
+    schedule: before or after the Kustomization that applied it prunes (and so before or after the
+    finalizer of the one it replaces runs). Both are explored.
   - A Kustomization's own `spec.patches` patch the objects of its build, so a patch targeting
     `kind: Kustomization` (all of them, or one by `name`) sets the nested Kustomizations' `prune` and
     `deletionPolicy`, later patches over earlier ones: what the child's own file says is overridden.
@@ -418,12 +421,12 @@ def simulate(base: Files, head: Files) -> Outcome:
     for owners in itertools.product(*owner_choices):
         for specs, (actors, order_after, extra) in itertools.product(itertools.product(*spec_choices), variants):
             chosen = {**dict(specs), **{n: base_ks[n] for n in extra}}
-            for order in _orders(actors, order_after):
+            for order, late_new in itertools.product(_orders(actors, order_after), (False, True)):
                 outcome.histories += 1
                 if outcome.histories > MAX_HISTORIES:
                     raise AssertionError("too many histories to explore; make the case smaller")
                 _history(base, head, base_ks, base_builds, definers, dict(((r, (n, m)) for r, n, m in owners)),
-                         chosen, order, outcome)
+                         chosen, order, outcome, late_new)
     return outcome
 
 
@@ -440,7 +443,7 @@ def _nested(files: Files, manifests: list[Manifest], seen: tuple[str, ...] = ())
 def _history(
     base: Files, head: Files, base_ks: Mapping[str, Spec], base_builds: Mapping[str, list[Manifest]],
     definers: Mapping[Rid, list[tuple[str, Manifest]]], owners: Mapping[Rid, tuple[str, Manifest]],
-    specs: Mapping[str, Spec], order: list[str], outcome: Outcome,
+    specs: Mapping[str, Spec], order: list[str], outcome: Outcome, late_new: bool = False,
 ) -> None:
     live: dict[Rid, Live] = {}
     for rid, found in definers.items():
@@ -473,10 +476,17 @@ def _history(
             if obj is not None and obj.owner == name and not obj.prune_disabled:
                 delete(rid, name, how, owner)
 
-    def apply(m: Manifest, owner: str, depth: int = 0) -> None:
-        live[m.rid] = Live(owner, m.prune_disabled)
-        if m.rid in deleted:
-            deleted[m.rid] = dataclasses.replace(deleted[m.rid], recreated=True)
+    deferred: list[tuple[Manifest, int]] = []
+
+    def apply(m: Manifest, owner: str, depth: int = 0, late: bool = False) -> None:
+        if not late:
+            live[m.rid] = Live(owner, m.prune_disabled)
+            if m.rid in deleted:
+                deleted[m.rid] = dataclasses.replace(deleted[m.rid], recreated=True)
+        if m.child is not None and depth < 8 and late_new and not late and m.child.name not in inventory:
+            nested_specs[m.rid] = m.child
+            deferred.append((m, depth))  # new to the cluster: reconciles after its applier prunes
+            return
         if m.child is not None and depth < 8:  # a nested Kustomization reconciles in the same step
             nested_specs[m.rid] = m.child
             found = patched(build(head, m.child.path), m.child)
@@ -511,5 +521,8 @@ def _history(
         if spec.prune:
             collect(actor, inventory.get(actor, set()) - now, "pruned")
         inventory[actor] = now
+        while deferred:
+            m, depth = deferred.pop(0)
+            apply(m, actor, depth, late=True)
     for rid, d in deleted.items():
         outcome.deletions.setdefault(rid, set()).add(d)
