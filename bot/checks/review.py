@@ -30,6 +30,7 @@ child's own file is overridden), or `wave-bot accept` for a deliberate deletion 
 """
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -356,6 +357,35 @@ def _objects_leaving(base_by: Mapping[tuple[str, str], Unit], head_by: Mapping[t
     return out
 
 
+def depends_on_findings(units: Sequence[Unit]) -> list[Finding]:
+    """`depends-on-missing`: a dependsOn target no Kustomization of the cluster is (the dependent is
+    never Ready), with the closest name of that cluster as a did-you-mean."""
+    by_cluster: dict[str, set[str]] = {}
+    for u in units:
+        by_cluster.setdefault(u.cluster, set()).add(u.ref)
+    out = []
+    for u in units:
+        refs = by_cluster[u.cluster]
+        for ref in u.depends_on:
+            if ref in refs:
+                continue
+            namespace, _, name = ref.partition("/")
+            same_ns = [r.partition("/")[2] for r in refs if r.startswith(f"{namespace}/")]
+            close = difflib.get_close_matches(name, same_ns, n=1, cutoff=0.6) or difflib.get_close_matches(
+                ref, sorted(refs), n=1, cutoff=0.6)
+            guess = close[0] if close else None
+            hint = f" (did you mean '{guess}'?)" if guess else ""
+            out.append(Finding(
+                code="depends-on-missing", severity="error",
+                message=f"Kustomization {u.ref} ({u.cluster}) dependsOn {ref}, which no Kustomization of this "
+                        f"cluster is{hint}: it is never Ready, so {u.ref} never reconciles",
+                path=u.path, line=u.line or None, resource=f"{FLUX_GROUP}/Kustomization {u.ref}",
+                fix=f"name the Kustomization it needs: '{guess}'" if guess else
+                    f"remove the entry, or add the Kustomization {ref}",
+            ))
+    return out
+
+
 FEATURE_GATE = "AdditiveCELDependencyCheck"
 
 
@@ -396,5 +426,5 @@ def gating_findings(units: Sequence[Unit], gate_on: bool) -> list[Finding]:
     return out
 
 
-__all__ = ["Built", "Failure", "Unit", "build_failure_findings", "deletion_findings", "gating_findings",
-           "orphan_step"]
+__all__ = ["Built", "Failure", "Unit", "build_failure_findings", "deletion_findings", "depends_on_findings",
+           "gating_findings", "orphan_step"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from bot.checks import acceptance
-from bot.checks.review import Built, Failure, Unit, deletion_findings, gating_findings
+from bot.checks.review import Built, Failure, Unit, deletion_findings, depends_on_findings, gating_findings
 from bot.config import Config
 from bot.resid import ResourceId
 
@@ -199,3 +199,15 @@ def test_a_ready_expr_without_the_feature_gate_is_a_warning() -> None:
     assert (warning.code, warning.severity) == ("ready-expr-replaces-readiness", "warning")
     assert "no longer waits for the new revision" in warning.message
     assert gating_findings([db, app], gate_on=True) == []
+
+
+def test_a_depends_on_typo_is_an_error_with_a_did_you_mean_within_the_cluster() -> None:
+    db = Unit("main", "flux-system", "postgres", "kubernetes/apps/db/ks.yaml", 2)
+    app = dataclasses.replace(PLEX, depends_on=("flux-system/postgress",))
+    (error,) = depends_on_findings([db, app])
+    assert (error.code, error.severity, error.path) == ("depends-on-missing", "error", PLEX.path)
+    assert "dependsOn flux-system/postgress, which no Kustomization of this cluster is (did you mean " \
+           "'postgres'?)" in error.message
+    other_cluster = dataclasses.replace(db, cluster="staging")
+    assert len(depends_on_findings([other_cluster, app])) == 1
+    assert depends_on_findings([db, dataclasses.replace(app, depends_on=("flux-system/postgres",))]) == []
