@@ -9,11 +9,13 @@ exactly the part of kustomize v5 those overlays rely on:
 - `patches` (inline or `path:`, strategic-merge or JSON6902, with or without `target:`), the legacy
   `patchesStrategicMerge` (paths or inline strings) and `patchesJson6902`;
 - `namespace`, `commonLabels`, `labels`, `commonAnnotations` (they change what later selectors match);
+- `configMapGenerator`, `secretGenerator` and `generatorOptions` (`bot.kustomize.generators`): the
+  objects they make are applied and pruned like any other;
 
 applied in kustomize's order: resources, then components, then patchesStrategicMerge, patches,
 namespace, labels, annotations, patchesJson6902 (api/internal/target/kusttarget_configplugin.go).
-Fields that cannot touch a Flux Kustomization's spec (images, replicas, generators of ConfigMaps
-and Secrets, ...) are skipped. Anything that could, and that this module does not evaluate
+Fields that change no object's identity and cannot touch a Flux Kustomization's spec (images,
+replicas, ...) are skipped. Anything that could, and that this module does not evaluate
 (namePrefix, replacements, plugins, helm, remote bases, paths outside the repository), raises
 `Unsupported` rather than guessing. What kustomize itself would reject raises `BuildError`; a patch
 that kustomize would fail on is recorded as a `Problem` and skipped, so one stale patch does not
@@ -43,6 +45,7 @@ from bot.kustomize.files import (
     read_patch,
     resolve,
 )
+from bot.kustomize.generators import GENERATORS, generate
 from bot.kustomize.patching import PatchFailed, apply_json_patch, merge_patch
 from bot.kustomize.select import ResId
 from bot.kustomize.spec import CLUSTER_SCOPED, HINT_BY_HAND, JSON_OPS, LABEL_KEYS, MAX_FILES, BuildError, Unsupported
@@ -60,6 +63,8 @@ class Object:
     original: ResId
     """Its id as first loaded (before a namespace transformer moved it)."""
     source: str
+    document: yamlio.Document | None = field(default=None, compare=False, repr=False)
+    """The YAML document it was read from (its `info` says where its keys are)."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,8 @@ def build(tree: Tree, directory: str, additions: Additions | None = None) -> Bui
     resources = builder.target(directory, 0, None, [])
     return Build(
         objects=tuple(
-            Object(value=r.value, id=r.ids[-1], original=r.ids[0], source=r.source) for r in resources
+            Object(value=r.value, id=r.ids[-1], original=r.ids[0], source=r.source, document=r.document)
+            for r in resources
         ),
         patches=tuple(builder.patches),
         problems=tuple(builder.problems),
@@ -108,6 +114,7 @@ class _Res:
     value: dict[str, Any]
     ids: list[ResId]
     source: str
+    document: yamlio.Document | None = None
 
     @property
     def id(self) -> ResId:
@@ -161,6 +168,7 @@ class _Builder:
                 for i, ref in enumerate(source.strings("components")):
                     path = resolve(source.directory, ref, source.path, source.line("components", i), tree=self.tree)
                     acc = self.target(path, depth + 1, "Component", acc)
+            self._generate(kust, acc)
             self._transform(kust, acc, depth, extra)
         finally:
             self.stack.pop()
@@ -178,6 +186,25 @@ class _Builder:
         self._count(path)
         return [r for doc in _load(read_bytes(self.tree, path), path) for r in _objects(doc, path)]
 
+    def _generate(self, kust: Kustomization, acc: list[_Res]) -> None:
+        """configMapGenerator and secretGenerator, after resources and components (as kustomize runs them)."""
+        options = kust.value.get("generatorOptions")
+
+        def read(ref: str, where: str, line: int) -> bytes:
+            path = resolve(kust.directory, ref, where, line, tree=self.tree)
+            if kind_of(self.tree, path) != "file":
+                raise BuildError(f"a generator lists '{ref}', which is not a file; kustomize fails to build",
+                                 path=where, line=line)
+            self._count(path)
+            return read_bytes(self.tree, path)
+
+        for key, kind in GENERATORS:
+            for i, entry in enumerate(_list(kust, key)):
+                line = kust.line(key, i)
+                value = generate(kind, entry, options if isinstance(options, dict) else {}, kust.directory,
+                                 kust.path, line, read)
+                self._add(acc, [_Res(value, [ResId.of_object(value)], kust.path)], kust, line)
+
     @staticmethod
     def _add(acc: list[_Res], new: list[_Res], kust: Kustomization, line: int) -> None:
         for res in new:
@@ -194,7 +221,8 @@ class _Builder:
         for source in (kust, extra) if extra is not None else (kust,):
             for i, entry in enumerate(_list(source, "patches")):
                 self._patch(source, "patches", i, entry, acc, depth)
-        self._namespace(kust, acc)
+        target = extra if extra is not None and extra.value.get("namespace") else kust
+        self._namespace(target, acc)
         self._metadata(kust, acc)
         for i, entry in enumerate(_list(kust, "patchesJson6902")):
             self._patch(kust, "patchesJson6902", i, entry, acc, depth)
@@ -330,7 +358,7 @@ def _objects(doc: yamlio.Document, path: str) -> list[_Res]:
             raise BuildError("a resource needs kind and metadata.name (kustomize refuses it otherwise)", path=path,
                              line=doc.info.start_line)
         item = copy.deepcopy(item)
-        out.append(_Res(item, [ResId.of_object(item)], path))
+        out.append(_Res(item, [ResId.of_object(item)], path, doc))
     return out
 
 

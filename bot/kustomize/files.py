@@ -126,7 +126,8 @@ class Additions(Kustomization):
     """A Flux Kustomization's `spec.patches` and `spec.components`: kustomize-controller appends them
     to the kustomization of the directory it builds (`spec.path`) before it runs kustomize, so they
     resolve against that directory and apply after its own components and patches. `path` is the
-    file defining the Flux Kustomization, `value` holds `patches` and `components`."""
+    file defining the Flux Kustomization, `value` holds `patches` and `components`, and `namespace`
+    for its `spec.targetNamespace` (which replaces the kustomization's own `namespace:`)."""
 
     built: str = ""
     """The directory kustomize-controller builds."""
@@ -136,6 +137,8 @@ class Additions(Kustomization):
         return self.built
 
     def line(self, *keys: str | int) -> int:
+        if keys[:1] == ("namespace",):
+            keys = ("targetNamespace", *keys[1:])
         return self.info.line(("spec", *keys))
 
 

@@ -13,13 +13,14 @@ MAX_FILES = 2000
 EVALUATED = frozenset({
     "apiVersion", "kind", "resources", "bases", "components", "patches", "patchesStrategicMerge",
     "patchesJson6902", "namespace", "commonLabels", "labels", "commonAnnotations",
+    "configMapGenerator", "secretGenerator", "generatorOptions",
 })
 
 # These never change a Flux Kustomization's spec (images/replicas touch workloads, generators add
 # ConfigMaps/Secrets, the rest is metadata about the build itself).
 IGNORED = frozenset({
     "metadata", "openapi", "images", "imageTags", "replicas", "sortOptions", "crds",
-    "configMapGenerator", "secretGenerator", "generatorOptions", "configurations", "buildMetadata",
+    "configurations", "buildMetadata",
 })
 
 # These could rename objects or rewrite any field; wave-bot does not guess what they do.
