@@ -4,11 +4,11 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks import acceptance, cascade, gating, restored, tiers
+from bot.checks import acceptance, cascade, gating, restored, review, tiers
 from bot.checks import cutover as lifecycle
 from bot.checks import deletes as hazards
 from bot.checks.registry import PlanContext, run_checks
@@ -27,6 +27,7 @@ from bot.config import Config
 from bot.errors import WaveBotError
 from bot.fixes import overlays as overlayfix
 from bot.fixes import stepping
+from bot.flux.applied import read_model
 from bot.flux.inventory import Inventory, read_flux_kustomizations, read_inventory
 from bot.flux.manifests import ParseCache
 from bot.flux.ownership import ownership
@@ -303,7 +304,20 @@ def review_plan(tree: Tree, config: Config, mode: Mode, base: Tree | None = None
     need the layout (what the change makes Flux delete against `base`, the tier checks)."""
     builds = Builds()
     tier_report = tiers.check(tree, config, builds, base)
-    findings: list[Finding] = [*tier_report.findings]
+    head_model = read_model(tree, config)
+    head = review.units_of(head_model, config)
+    problems = [*review.sops_findings(head_model), *review.gating_findings(head, review.feature_gate_on(tree))]
+    problems += [f for f in review.depends_on_findings(head) if not _said(f, tier_report.findings)]
+    if base is None:
+        findings = [*review.build_failure_findings((), head), *problems]
+    else:
+        base_model = read_model(base, config)
+        before = review.units_of(base_model, config)
+        # What the change brings: a problem already deployed is not this pull request's to fix.
+        known = {_key(f) for f in [*review.sops_findings(base_model), *review.depends_on_findings(before),
+                                   *review.gating_findings(before, review.feature_gate_on(base))]}
+        findings = [*review.deletion_findings(before, head, config), *(f for f in problems if _key(f) not in known)]
+    findings = [*findings, *tier_report.findings]
     findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
     return Plan(
         config=config,
@@ -316,6 +330,15 @@ def review_plan(tree: Tree, config: Config, mode: Mode, base: Tree | None = None
         tier_report=tier_report,
         mode=mode,
     )
+
+
+def _key(finding: Finding) -> tuple[str, str | None, str]:
+    return (finding.code, finding.resource, finding.message)
+
+
+def _said(finding: Finding, others: Sequence[Finding]) -> bool:
+    """Whether the tier checks already report this dependsOn problem of the same file."""
+    return any(f.code == finding.code and f.path == finding.path for f in others)
 
 
 def _retire(

@@ -35,9 +35,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.config import Config
-from bot.flux.stateful import _loss, is_stateful
-from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
+from bot.flux.applied import Applied, FluxKs, FluxModel
+from bot.flux.stateful import _loss, chart_claims, is_stateful, resource_set_claims
+from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY, is_helm_release
 from bot.model import Finding, Severity
+from bot.naming import is_yaml_name
+from bot.repo.tree import Tree, walk
 from bot.resid import ResourceId
 
 NAMED = 8
@@ -426,5 +429,96 @@ def gating_findings(units: Sequence[Unit], gate_on: bool) -> list[Finding]:
     return out
 
 
+
+
+
+# ---- from the model of what Flux applies ------------------------------------------------------------
+
+
+def _sets_policy(parent: FluxKs, child: FluxKs) -> bool:
+    """Whether the parent's `spec.patches` set the child's deletionPolicy or prune (then an edit of the
+    child's own file is overridden by what the parent applies)."""
+    for entry in parent.spec.get("patches") or []:
+        if not isinstance(entry, dict):
+            continue
+        target = entry.get("target") if isinstance(entry.get("target"), dict) else {}
+        assert isinstance(target, dict)
+        if target.get("kind") not in (None, "Kustomization") or target.get("name") not in (None, child.name):
+            continue
+        text = entry.get("patch")
+        if isinstance(text, str) and ("deletionPolicy" in text or "prune:" in text):
+            return True
+    return False
+
+
+def _built(obj: Applied, config: Config) -> Built:
+    spec = obj.value.get("spec") if isinstance(obj.value.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    renders: tuple[ResourceId, ...] = ()
+    if obj.known and is_helm_release(obj.value):
+        renders = chart_claims(obj.id, spec)
+    elif obj.known:
+        renders = resource_set_claims(obj.id, spec, config)
+    return Built(obj.id, obj.path, obj.line, known=obj.known, prune_disabled=obj.prune_disabled, renders=renders)
+
+
+def units_of(model: FluxModel, config: Config) -> list[Unit]:
+    """Every Flux Kustomization of every cluster of `model`, as the records the checks above compare."""
+    out = []
+    for cluster in model.clusters:
+        for ks in cluster.kustomizations:
+            parent = cluster.get(ks.parent) if ks.parent is not None else None
+            failure = ks.build_failure
+            unknown = failure is not None and failure.unsupported  # kustomize may build it: objects unknown
+            exprs = ks.spec.get("healthCheckExprs")
+            out.append(Unit(
+                cluster=cluster.name, namespace=ks.namespace, name=ks.name, path=ks.file, line=ks.line,
+                spec_path=ks.path or "", prune=ks.prune, deletion_policy=ks.deletion_policy,
+                policy_from=parent.file if parent is not None and _sets_policy(parent, ks) else None,
+                parent=f"{ks.parent[0]}/{ks.parent[1]}" if ks.parent is not None else None,
+                depends_on=tuple(f"{d.namespace}/{d.name}" for d in ks.depends_on),
+                wait=ks.wait, health_checks=bool(ks.health_checks) or bool(exprs),
+                ready_exprs=tuple(f"{d.namespace}/{d.name}" for d in ks.depends_on if d.ready_expr),
+                objects=tuple(_built(o, config) for o in ks.objects),
+                failure=Failure(failure.path, failure.line, failure.message, failure.hint)
+                if failure is not None and not unknown else None,
+                external=ks.external or unknown,
+            ))
+    return out
+
+
+def sops_findings(model: FluxModel) -> list[Finding]:
+    """`sops-not-decrypted`: a Kustomization applies a SOPS-encrypted object and has no
+    `spec.decryption` (as its parent's build gives its spec): the encrypted values reach the API
+    server, which refuses them (or stores ciphertext)."""
+    out = []
+    for ks in model.kustomizations():
+        if not ks.evaluated or isinstance(ks.spec.get("decryption"), dict):
+            continue
+        encrypted = [o for o in ks.objects if isinstance(o.value.get("sops"), dict)]
+        if encrypted:
+            first = encrypted[0]
+            names = ", ".join(f"{o.id} ({o.path})" for o in encrypted[:NAMED])
+            out.append(Finding(
+                code="sops-not-decrypted", severity="error",
+                message=f"Kustomization {ks.namespace}/{ks.name} ({ks.cluster}) applies {len(encrypted)} "
+                        f"SOPS-encrypted object(s) without spec.decryption: {names}. kustomize-controller "
+                        "applies them still encrypted, and the apply fails",
+                path=ks.file, line=ks.line, resource=str(first.id),
+                fix="spec:\n  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n",
+            ))
+    return out
+
+
+def feature_gate_on(tree: Tree) -> bool:
+    """Whether some YAML file of the repository turns the AdditiveCELDependencyCheck gate on
+    (kustomize-controller's `--feature-gates=...AdditiveCELDependencyCheck=true`)."""
+    needle = f"{FEATURE_GATE}=true".encode()
+    for path, entry in walk(tree, ""):
+        if entry.kind == "file" and is_yaml_name(entry.name) and needle in tree.read(path):
+            return True
+    return False
+
+
 __all__ = ["Built", "Failure", "Unit", "build_failure_findings", "deletion_findings", "depends_on_findings",
-           "gating_findings", "orphan_step"]
+           "feature_gate_on", "gating_findings", "orphan_step", "sops_findings", "units_of"]
