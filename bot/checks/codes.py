@@ -50,6 +50,8 @@ CODES: tuple[Code, ...] = (
          "a Flux Kustomization's build fails at the head (a missing path): Flux applies and prunes nothing of it"),
     Code("depends-on-not-gating", "info",
          "a dependsOn target neither waits nor has health checks: the edge orders the apply only", tier=True),
+    Code("sops-not-decrypted", "error",
+         "a Flux Kustomization applies a SOPS-encrypted object without `spec.decryption`", tier=True),
     Code("ready-expr-replaces-readiness", "warning",
          "a `dependsOn[].readyExpr` without the AdditiveCELDependencyCheck gate: no revision check", tier=True),
     # checks/prune.py

@@ -50,4 +50,4 @@ def test_the_special_lists_are_derived_from_the_declarations() -> None:
                 "resource-dropped", "resource-removed"]
     assert sorted(DELETING) == deleting
     assert sorted(OWN_SECTION) == ["chain-gating", "not-onboarded"]
-    assert sorted(TIER) == ["depends-on-not-gating", "ready-expr-replaces-readiness"]
+    assert sorted(TIER) == ["depends-on-not-gating", "ready-expr-replaces-readiness", "sops-not-decrypted"]

@@ -107,3 +107,37 @@ def test_an_unknown_mode_is_refused_with_its_line_and_a_did_you_mean(
     assert ".wave-bot.yaml:2" in err
     assert "'mode' must be one of auto, review, waves, got 'reviw' (did you mean 'review'?)" in err
     assert snapshot(repo) == before
+
+
+SOPS_SECRET = """\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: token
+  namespace: default
+stringData:
+  token: ENC[AES256_GCM,data:abc=,iv:x=,tag:y=,type:str]
+sops:
+  age:
+    - recipient: age1example
+      enc: x
+  lastmodified: "2026-01-01T00:00:00Z"
+  mac: ENC[AES256_GCM,data:m=,iv:i=,tag:t=,type:str]
+  version: 3.9.0
+"""
+
+
+@pytest.mark.parametrize("decrypts", [False, True])
+def test_review_mode_says_when_a_kustomization_applies_a_sops_secret_without_decryption(
+    decrypts: bool, make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ks = FLUX_KS + ("  decryption:\n    provider: sops\n" if decrypts else "")
+    repo = make_repo({"kubernetes/flux/apps.yaml": ks, "kubernetes/apps/token.sops.yaml": SOPS_SECRET})
+    code = main(["check", str(repo), "--format", "json"])
+    found = [f for f in _json(capsys)["findings"] if f["code"] == "sops-not-decrypted"]  # type: ignore[attr-defined]
+    if decrypts:
+        assert (code, found) == (0, [])
+    else:
+        assert code == 1
+        assert [(f["severity"], f["resource"]) for f in found] == [("error", "Secret default/token")]
+        assert "spec.decryption" in found[0]["message"] and "provider: sops" in found[0]["fix"]
