@@ -21,115 +21,10 @@ from bot.cli import main
 
 from conftest import git, write_files
 from support.fluxsim import Rid, simulate
+from support.ksrepo import ks_repo_files
 
 FLUX = "kustomize.toolkit.fluxcd.io"
 CLAIM = Rid("", "PersistentVolumeClaim", "media", "plex-config")
-SYNC = """\
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 1h
-  url: https://example.invalid/home.git
-  ref:
-    branch: main
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 1h
-  path: ./clusters/base
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-"""
-APPS = """\
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: cluster-apps
-  namespace: flux-system
-spec:
-  interval: 1h
-  path: ./kubernetes/apps
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-  patches:
-    - patch: |-
-        apiVersion: kustomize.toolkit.fluxcd.io/v1
-        kind: Kustomization
-        metadata:
-          name: _
-        spec:
-          deletionPolicy: WaitForTermination
-      target:
-        group: kustomize.toolkit.fluxcd.io
-        kind: Kustomization
-"""
-CHILD = """\
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: {name}
-  namespace: flux-system
-spec:
-  interval: 1h
-  path: ./kubernetes/{app}/app
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-"""
-PVC = """\
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata:
-  name: plex-config
-  namespace: media
-spec:
-  accessModes: [ReadWriteOnce]
-  resources:
-    requests:
-      storage: 1Gi
-"""
-DEPLOY = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {app}
-  namespace: media
-spec:
-  template:
-    spec:
-      containers:
-        - name: app
-          image: example.invalid/{app}:1
-"""
-
-
-def _files(plex: str | None = "plex") -> dict[str, str]:
-    files = {
-        "clusters/base/flux-system/gotk-sync.yaml": SYNC,
-        "clusters/base/kustomization.yaml": "resources:\n  - apps.yaml\n",
-        "clusters/base/apps.yaml": APPS,
-        "kubernetes/apps/radarr.yaml": CHILD.format(name="radarr", app="radarr"),
-        "kubernetes/radarr/app/deploy.yaml": DEPLOY.format(app="radarr"),
-        "kubernetes/plex/app/pvc.yaml": PVC,
-        "kubernetes/plex/app/deploy.yaml": DEPLOY.format(app="plex"),
-    }
-    if plex is not None:
-        files["kubernetes/apps/plex.yaml"] = CHILD.format(name=plex, app="plex")
-    return files
-
-
 def _files_at(repo: Path, rev: str) -> dict[str, bytes]:
     names = git(repo, "ls-tree", "-r", "--name-only", "-z", rev).split("\0")
     return {n: subprocess.run(["git", "show", f"{rev}:{n}"], cwd=repo, capture_output=True, check=True).stdout
@@ -174,9 +69,9 @@ def _paste(repo: Path, fix: str) -> None:
 def test_the_safe_step_through_the_parents_patches_deletes_no_claim(
     change: str, tmp_path: Path, make_repo: Any
 ) -> None:
-    repo = make_repo(_files())
+    repo = make_repo(ks_repo_files())
     deployed = git(repo, "rev-parse", "HEAD").strip()
-    head = _files("plex-app" if change == "rename" else None)
+    head = ks_repo_files("plex-app" if change == "rename" else None)
 
     # The change as written: an error naming the claim, and Flux does delete it.
     (repo / "kubernetes/apps/plex.yaml").unlink()
