@@ -35,7 +35,7 @@ from typing import Any
 
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.flux.generator import GeneratedTree, has_kustomization
+from bot.flux.generator import GeneratedTree, generated_resources, has_kustomization
 from bot.flux.substitute import Variables, disabled, source_data, substitute_text, substitute_value
 from bot.flux.vocabulary import (
     BOOTSTRAP_DIR,
@@ -52,7 +52,7 @@ from bot.flux.vocabulary import (
     is_git_repository,
     is_helm_release,
 )
-from bot.kustomize.build import Build, build
+from bot.kustomize.build import Build, Object, build
 from bot.kustomize.files import Additions
 from bot.kustomize.spec import BuildError, Unsupported
 from bot.naming import is_yaml_name
@@ -153,6 +153,7 @@ class FluxKs:
     prune: bool
     deletion_policy: str
     wait: bool
+    """spec.wait: true (dependents wait until everything it applied is Ready)."""
     health_checks: tuple[Mapping[str, Any], ...]
     depends_on: tuple[DependsOn, ...]
     objects: tuple[Applied, ...]
@@ -166,8 +167,12 @@ class FluxKs:
     value: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The whole object as applied."""
     document: yamlio.Document | None = field(default=None, compare=False, repr=False)
+    suspend: bool = False
+    """spec.suspend: true: the controller does not reconcile it (nothing applied or pruned until resumed)."""
     synthesized: bool = False
-    """Made by the Flux Operator from a FluxInstance's sync (no file holds it as an object)."""
+    """Made by `flux bootstrap` or the Flux Operator for a sync path (no file holds it as an object)."""
+    built: tuple[Object, ...] = field(default=(), compare=False, repr=False)
+    """The build's objects before postBuild substitution and commonMetadata (what the files say)."""
 
     @property
     def namespace(self) -> str:
@@ -420,13 +425,15 @@ class _Reader:
                 add(overlay, f"overlay ./{overlay} (configured or found beside {self.config.base_dir})",
                     _Node(_synthesized_root(overlay, own), overlay, 1, None, None, True), own)
         if not entries:
-            orphans = self._orphans()
-            if orphans:
-                entry = _Entry("", ["no bootstrap sync file, FluxInstance or overlay: the roots are the Flux "
-                                    "Kustomizations no other applies (" + ", ".join(
-                                        f"{ks_key(n.value)[1]} in {n.file}" for n in orphans) + ")"],
-                               orphans, own)
-                entries[""] = entry
+            # `flux bootstrap --path` points at the directory holding the roots: one cluster per directory
+            by_dir: dict[str, list[_Node]] = {}
+            for node in self._orphans():
+                by_dir.setdefault(posixpath.dirname(node.file), []).append(node)
+            for directory, nodes in by_dir.items():
+                names = ", ".join(f"{ks_key(n.value)[1]} ({n.file})" for n in nodes)
+                entries[directory] = _Entry(directory, [f"no bootstrap sync file, FluxInstance or overlay names it: "
+                                                        f"the Flux Kustomizations no other applies, {names}"],
+                                            nodes, own)
         return sorted(entries.values(), key=lambda e: e.path)
 
     def _bootstrap_files(self) -> list[str]:
@@ -511,6 +518,7 @@ class _Reader:
         health = spec.get("healthChecks")
         failure: BuildFailure | None = None
         objects: tuple[Applied, ...] = ()
+        built: tuple[Object, ...] = ()
         generated = False
         variables = self._variables(key, spec, index)
         if not external:
@@ -526,6 +534,12 @@ class _Reader:
                 which = next(k for k in _UNEVALUATED if spec.get(k) not in (None, ""))
                 failure = BuildFailure(f"spec.{which} renames what it applies; wave-bot does not evaluate it",
                                        node.file, line("spec", which), unsupported=True)
+            elif not has_kustomization(self.tree, path) and not generated_resources(self.tree, path):
+                generated = True
+                failure = BuildFailure(f"spec.path ./{path} holds no manifest: the kustomization kustomize-controller "
+                                       "generates lists nothing, and kustomize refuses it ('kustomization.yaml is "
+                                       "empty'), so the controller applies and prunes nothing", node.file,
+                                       line("spec", "path"), "point spec.path at the directory of the manifests")
             else:
                 generated = not has_kustomization(self.tree, path)
                 result, _ = self._build(path, self._additions(node, spec, path, info))
@@ -538,7 +552,8 @@ class _Reader:
                     failure = BuildFailure(f"{problem.patch.where}: {problem.message}; kustomize fails the build",
                                            problem.patch.path or problem.patch.file, problem.patch.line)
                 else:
-                    objects = tuple(self._applied(o, spec, variables) for o in result.objects)
+                    built = result.objects
+                    objects = tuple(self._applied(o, spec, variables) for o in built)
         return FluxKs(
             key=key, cluster=cluster, parent=node.parent, file=node.file, line=node.line, spec=spec, source=source,
             path=path, prune=spec.get("prune") is True,
@@ -547,7 +562,8 @@ class _Reader:
             health_checks=tuple(h for h in health if isinstance(h, dict)) if isinstance(health, list) else (),
             depends_on=tuple(depends), objects=objects, build_failure=failure, external=external,
             generated=generated, variables=variables, value=value, document=node.document,
-            synthesized=node.synthesized,
+            suspend=spec.get("suspend") is True,
+            synthesized=node.synthesized, built=built,
         )
 
     def _additions(self, node: _Node, spec: Mapping[str, Any], path: str,
@@ -614,7 +630,7 @@ class _Reader:
             unknown.discard(str(k))
         return Variables(values, frozenset(unknown), tuple(missing))
 
-    def _applied(self, obj: Any, spec: Mapping[str, Any], variables: Variables | None) -> Applied:
+    def _applied(self, obj: Object, spec: Mapping[str, Any], variables: Variables | None) -> Applied:
         value: dict[str, Any] = dict(obj.value)
         common = _mapping(spec.get("commonMetadata"))
         if common:

@@ -21,7 +21,7 @@ from typing import Any
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.flux.decryption import wave_objects
-from bot.flux.vocabulary import FLUX_GROUP
+from bot.flux.vocabulary import is_flux_kustomization
 from bot.kustomize.files import Additions, Kustomization, find_kustomization, read_kustomization, resolve
 from bot.kustomize.repository import Builds, is_kustomization_file
 from bot.kustomize.spec import BuildError, Unsupported
@@ -167,8 +167,7 @@ def flux_kustomizations(tree: Tree, config: Config) -> list[tuple[str, yamlio.Do
             continue  # the inventory reports unreadable files
         for doc in docs:
             value = doc.value
-            if isinstance(value, dict) and value.get("kind") == "Kustomization" and str(
-                    value.get("apiVersion", "")).startswith(f"{FLUX_GROUP}/"):
+            if isinstance(value, dict) and is_flux_kustomization(value):
                 out.append((path, doc.info, value))
     return out
 

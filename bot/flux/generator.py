@@ -71,8 +71,10 @@ def generated_resources(tree: Tree, directory: str) -> list[str]:
 def generated_kustomization(tree: Tree, directory: str) -> bytes:
     """The kustomization file kustomize-controller writes into `directory`."""
     resources = generated_resources(tree, directory)
+    # no manifest: the controller writes apiVersion and kind only, and kustomize refuses that file
+    # ("kustomization.yaml is empty"): the build fails
     lines = ["apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization",
-             "resources:" if resources else "resources: []", *(f"- {json.dumps(ref)}" for ref in resources)]
+             *(["resources:"] if resources else []), *(f"- {json.dumps(ref)}" for ref in resources)]
     return ("\n".join(lines) + "\n").encode()
 
 

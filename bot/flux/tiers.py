@@ -1,24 +1,20 @@
 """The tiers: every Flux Kustomization a cluster entrypoint applies, its dependsOn entries and its own pass."""
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.flux.evalpaths import evaluation_paths
-from bot.flux.vocabulary import FLUX_GROUP
-from bot.kustomize.build import Build, Object
-from bot.kustomize.files import Additions, find_kustomization
+from bot.flux.applied import Cluster, FluxKs, read_model
+from bot.flux.vocabulary import is_flux_kustomization
+from bot.kustomize.build import Object
 from bot.kustomize.repository import Builds
-from bot.kustomize.spec import BuildError, Unsupported
 from bot.model import Severity
 from bot.repo.tree import Tree
 from bot.yamlio import documents as yamlio
 
-MAX_TIER_DEPTH = 3
 DEFAULT_NAMESPACE = "flux-system"
 BOOTSTRAP = (DEFAULT_NAMESPACE, "flux-system")
 
@@ -112,67 +108,54 @@ class Entrypoint:
         return [*self.objects, *(o for p in self.passes.values() if p is not None for o in p.objects)]
 
 
-def is_flux_kustomization(value: Mapping[str, Any]) -> bool:
-    return value.get("kind") == "Kustomization" and str(value.get("apiVersion", "")).startswith(f"{FLUX_GROUP}/")
-
-
 def entrypoints(tree: Tree, config: Config, builds: Builds | None = None) -> list[Entrypoint]:
-    """Every evaluation path wave-bot can build, with its tiers (paths it cannot build are reported by
-    the overlay checks: overlay-build-error, overlay-not-checked)."""
-    builds = builds if builds is not None else Builds()
-    out = []
-    for path in evaluation_paths(tree, config):
-        if path.unsupported is not None:
-            continue
-        try:
-            result = builds.build(tree, path.directory, path.additions)
-        except (BuildError, Unsupported):
-            continue
-        out.append(_entrypoint(tree, path.label, result, builds))
-    return out
+    """One entrypoint per cluster of the model of what Flux applies (`bot.flux.applied`): its tiers
+    are every Flux Kustomization the cluster reconciles (a root `flux bootstrap` or the Flux Operator
+    makes for a sync path is not written anywhere, so it is no tier), each with the pass its build
+    gives, generated kustomizations included. `builds` is not used (the model builds each path once)."""
+    del builds
+    return [_entrypoint(cluster) for cluster in read_model(tree, config).clusters]
 
 
-def _entrypoint(tree: Tree, label: str, result: Build, builds: Builds) -> Entrypoint:
-    tiers: dict[tuple[str, str], Tier] = {}
+def _entrypoint(cluster: Cluster) -> Entrypoint:
+    tiers: list[Tier] = []
     passes: dict[tuple[str, str], Pass | None] = {}
     unchecked: dict[tuple[str, str], str] = {}
-    frontier = [o for o in result.objects if is_flux_kustomization(o.value)]
-    for _ in range(MAX_TIER_DEPTH + 1):
-        found: list[Object] = []
-        for obj in frontier:
-            tier = _tier(tree, obj)
-            if tier.key in tiers:
-                continue
-            tiers[tier.key] = tier
-            applied = tier_pass(tree, tier, builds)
-            if isinstance(applied, str):
-                passes[tier.key], unchecked[tier.key] = None, applied
-                continue
-            passes[tier.key] = applied
-            found += [o for o in applied.objects if is_flux_kustomization(o.value)]
-        frontier = found
-    return Entrypoint(label, tuple(tiers.values()), passes, result.objects, unchecked)
+    for ks in cluster.kustomizations:
+        if ks.synthesized:
+            continue
+        tier = _tier(ks)
+        tiers.append(tier)
+        reason = _not_checked(ks)
+        if reason is None:
+            passes[tier.key] = Pass(tier, ks.built)
+        else:
+            passes[tier.key], unchecked[tier.key] = None, reason
+    roots = [k for k in cluster.kustomizations if k.parent is None]
+    objects = tuple(o for k in roots for o in k.built)
+    return Entrypoint(cluster.name, tuple(tiers), passes, objects, unchecked)
 
 
-def _tier(tree: Tree, obj: Object) -> Tier:
-    value = obj.value
-    meta = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
-    assert isinstance(meta, dict)
-    spec = value.get("spec") if isinstance(value.get("spec"), dict) else {}
-    assert isinstance(spec, dict)
-    namespace = str(meta.get("namespace") or DEFAULT_NAMESPACE)
-    info = doc_info(tree, obj)
-    deps = []
-    entries = spec.get("dependsOn")
-    for i, entry in enumerate(entries if isinstance(entries, list) else []):
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-            ns = entry.get("namespace")
-            line = info.line(("spec", "dependsOn", i)) if info is not None else 0
-            deps.append(DependsOnEntry(entry["name"], str(ns) if ns else None, line))
-    health = spec.get("healthChecks")
-    gated = spec.get("wait") is True or (isinstance(health, list) and bool(health))
-    return Tier(str(meta.get("name", "")), namespace, obj.source, info.start_line if info is not None else 0,
-                _spec_path(spec.get("path")), tuple(deps), gated, value, info)
+def _not_checked(ks: FluxKs) -> str | None:
+    """Why a tier's pass is not evaluated (None: it is)."""
+    if ks.external:
+        if ks.source.kind == "GitRepository":
+            return f"its sourceRef is {ks.source}, not the Git repository this cluster is synced from"
+        return f"its sourceRef is of kind {ks.source.kind}, not a Git repository wave-bot can read"
+    failure = ks.build_failure
+    if failure is None:
+        return None
+    if ks.path is None:
+        return "its spec.path leaves the repository"
+    if failure.path == ks.file and "spec.path" in failure.message:
+        return f"./{ks.path} is not a directory of this repository"
+    return f"wave-bot cannot build ./{ks.path} ({failure.message})"
+
+
+def _tier(ks: FluxKs) -> Tier:
+    deps = tuple(DependsOnEntry(d.name, d.written_namespace, d.line) for d in ks.depends_on)
+    return Tier(ks.name, ks.namespace, ks.file, ks.line, ks.path, deps, ks.wait or bool(ks.health_checks), ks.value,
+                ks.info)
 
 
 def doc_info(tree: Tree, obj: Object) -> yamlio.DocInfo | None:
@@ -211,39 +194,6 @@ def locate(tree: Tree, obj: Object, at: tuple[str | int, ...] = (), text: str | 
     return None
 
 
-def _spec_path(value: Any) -> str | None:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        return None
-    joined = posixpath.normpath(value.lstrip("/")) if value.strip() else "."
-    if joined == ".." or joined.startswith("../"):
-        return None
-    return "" if joined == "." else joined
-
-
-def tier_pass(tree: Tree, tier: Tier, builds: Builds) -> Pass | str:
-    """The tier's pass, or why wave-bot cannot build it."""
-    source = tier.spec().get("sourceRef")
-    kind = source.get("kind") if isinstance(source, dict) else None
-    if kind not in (None, "GitRepository"):
-        return f"its sourceRef is of kind {kind}, not a Git repository wave-bot can read"
-    if tier.path is None:
-        return "its spec.path leaves the repository"
-    if tree.kind(tier.path) != "dir":
-        return f"./{tier.path} is not a directory of this repository"
-    try:
-        if find_kustomization(tree, tier.path) is None:
-            return f"./{tier.path} has no kustomization, so kustomize-controller generates one"
-        spec = tier.spec()
-        adds = {k: spec.get(k) for k in ("patches", "components") if spec.get(k) not in (None, [])}
-        additions = Additions(tier.file, adds, tier.info, built=tier.path) if adds and tier.info else None
-        result = builds.build(tree, tier.path, additions)
-    except (BuildError, Unsupported) as exc:
-        return f"wave-bot cannot build ./{tier.path} ({exc.message})"
-    return Pass(tier, result.objects)
-
-
 @dataclass(frozen=True)
 class Issue:
     """A finding about one entrypoint, before the same one on other entrypoints is folded in."""
@@ -260,5 +210,5 @@ class Issue:
 
 __all__ = [
     "DependsOnEntry", "Entrypoint", "Issue", "Pass", "Tier", "doc_info", "entrypoints", "is_flux_kustomization",
-    "locate", "tier_pass",
+    "locate",
 ]

@@ -9,11 +9,17 @@ from typing import Any
 
 import pytest
 
+from bot.checks import tiers
+from bot.checks.tiers import tier_findings
 from bot.cli import main
+from bot.config import Config
+from bot.flux.applied import DependsOn, FluxKs, FluxModel, read_model
+from bot.repo.git import GitTree
+from bot.repo.worktree import FsTree
 from bot.yamlio import documents as yamlio
 
 from conftest import Kubectl, git, write_files
-from support import fluxcrd
+from support import fluxcrd, realrepos
 
 FLUX = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n"
 
@@ -270,6 +276,8 @@ def test_a_race_fix_followed_as_written_orders_the_tiers(
     # The CRD's tier lives in another namespace and is not Ready-gated; the tier that races already
     # names its dependency's namespace.
     extras = tier("extras", "extras", wait=False).replace("namespace: flux-system", "namespace: infra")
+    # a sourceRef without a namespace is looked up in the Kustomization's own (Flux's rule): name it
+    extras = extras.replace("    name: flux-system\n", "    name: flux-system\n    namespace: flux-system\n")
     config = tier("platform-config", "platform-config").replace(
         "    - name: platform\n", "    - name: platform\n      namespace: flux-system\n")
     config = config.replace("spec:\n", "spec:\n  dependsOn:\n    - name: platform\n      namespace: flux-system\n", 1)
@@ -595,9 +603,21 @@ def test_a_tier_wave_bot_cannot_build_is_said_not_guessed(
     code, report = check(capsys, example_repo)
     assert code == 0
     notes = {f["resource"]: f for f in found(report, "tier-not-checked")}
-    assert set(notes) == {"plain", "remote"} and {f["severity"] for f in notes.values()} == {"info"}
-    assert "./plain has no kustomization, so kustomize-controller generates one" in notes["plain"]["message"]
+    assert set(notes) == {"remote"} and notes["remote"]["severity"] == "info"
     assert "its sourceRef is of kind OCIRepository" in notes["remote"]["message"]
+
+
+def test_a_path_without_kustomization_is_checked_through_the_generated_one(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    # kustomize-controller generates a kustomization for ./plain: its pass is checked like any other
+    write_files(example_repo, {"clusters/base/plain.yaml": tier("plain", "plain", "platform"),
+                               "plain/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
+                                                "  labels:\n    bucket: ${NOWHERE_DEFINED}\n"})
+    add_base_entry(example_repo, "plain")
+    code, report = check(capsys, example_repo)
+    assert found(report, "tier-not-checked") == []
+    assert [(f["code"], f["resource"], f["path"]) for f in found(report, "substitution-")] == [
+        ("substitution-unresolved", "NOWHERE_DEFINED", "plain/cm.yaml")]
 
 
 def test_a_tier_wave_bot_cannot_build_does_not_hide_the_tiers_after_it(
@@ -623,3 +643,55 @@ def test_a_race_the_other_way_round_is_not_fixed_by_a_cycle(
     [finding] = found(report, "crd-")
     assert finding["code"] == "crd-not-ordered" and "platform-config depends on platform" in finding["message"]
     assert "dependsOn" not in finding["fix"] and finding["fix"].startswith("move what serves example.com/Widget")
+
+
+# ---- the real repositories: entry directories without a kustomization are read too ---------------
+
+
+def _real_model(archive: Path | None, tmp_path: Path) -> tuple[Path, FluxModel]:
+    repo = realrepos.unpack(realrepos.require(archive), tmp_path / "repo")
+    return repo, read_model(FsTree(str(repo)))
+
+
+def _edge(model: FluxModel) -> tuple[FluxKs, DependsOn] | None:
+    """A child Kustomization built from the repository, with a dependsOn entry on a sibling it can see."""
+    for cluster in model.clusters:
+        for ks in cluster.kustomizations:
+            for dep in ks.depends_on:
+                target = cluster.get(dep.key)
+                if ks.evaluated and ks.parent is not None and target is not None and not ks.synthesized:
+                    return ks, dep
+    return None
+
+
+@pytest.mark.parametrize("archive", realrepos.params(), ids=realrepos.archive_ids())
+def test_a_depends_on_typo_in_a_real_repository_is_caught(archive: Path | None, tmp_path: Path) -> None:
+    repo, model = _real_model(archive, tmp_path)
+    found_edge = _edge(model)
+    if found_edge is None:
+        pytest.skip("no Kustomization built from this repository depends on another")
+    ks, dep = found_edge
+    lines = (repo / ks.file).read_text().splitlines(keepends=True)
+    at = next(i for i in range(dep.line - 1, len(lines)) if f"name: {dep.name}" in lines[i])
+    lines[at] = lines[at].replace(f"name: {dep.name}", f"name: {dep.name}x")
+    (repo / ks.file).write_text("".join(lines))
+    findings = [f for f in tier_findings(FsTree(str(repo)), Config()) if f.code == "depends-on-missing"]
+    assert [(f.path, f.severity) for f in findings] == [(ks.file, "error")]
+    assert f"did you mean '{dep.name}'?" in findings[0].message
+
+
+@pytest.mark.parametrize("archive", realrepos.params(), ids=realrepos.archive_ids())
+def test_a_renamed_directory_leaves_a_stale_path_that_is_an_error(archive: Path | None, tmp_path: Path) -> None:
+    repo, model = _real_model(archive, tmp_path)
+    children = [k for k in model.kustomizations() if k.evaluated and k.parent is not None and k.path
+                and not any(o.path.startswith(f"{k.path}/") for p in model.kustomizations() if p.key == k.parent
+                            for o in p.objects)]
+    if not children:
+        pytest.skip("no child Kustomization builds a directory its parent does not apply")
+    ks = children[0]
+    assert ks.path is not None
+    realrepos.git(repo, "mv", ks.path, f"{ks.path}-renamed")
+    findings = tiers.check(FsTree(str(repo)), Config(), base=GitTree(str(repo), "HEAD")).findings
+    moved = [f for f in findings if f.code == "tier-path-moved"]
+    assert [(f.path, f.severity, f.resource) for f in moved] == [(ks.file, "error", ks.title)]
+    assert f"./{ks.path}" in moved[0].message

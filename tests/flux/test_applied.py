@@ -1,4 +1,6 @@
-"""bot.flux.applied against kubectl: for every Flux Kustomization the model builds from each real
+"""bot.flux.applied: small repositories for each rule of what Flux applies, then the model against kubectl.
+
+The differential test: for every Flux Kustomization the model builds from each real
 repository of ../shared/realrepos, its objects (kind, namespace, name) are what `kubectl kustomize`
 builds of the same directory, with the kustomization kustomize-controller would write there.
 
@@ -15,17 +17,296 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from bot.flux.applied import FluxKs, read_model
+from bot.flux.applied import FluxKs, FluxModel, read_model
+from bot.repo.git import GitTree
 from bot.repo.worktree import FsTree
 
 from conftest import installed_tool
 from support import realrepos
+
+# ---- small repositories, one rule each ------------------------------------------------------------
+
+def sync(path: str, name: str = "flux-system") -> str:
+    """A `flux bootstrap` sync file: the GitRepository and the root Kustomization of `path`."""
+    return f"""---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  url: https://example.invalid/repo.git
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: {name}
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./{path}
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"""
+
+
+def ks(name: str, path: str, namespace: str = "flux-system", extra: str = "", source: str = "GitRepository",
+       source_name: str = "flux-system") -> str:
+    return f"""---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  interval: 10m
+  path: ./{path}
+  prune: true
+  sourceRef:
+    kind: {source}
+    name: {source_name}
+    namespace: flux-system
+{extra}"""
+
+
+def cm(name: str, namespace: str = "") -> str:
+    ns = f"\n  namespace: {namespace}" if namespace else ""
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}{ns}\n"
+
+
+NAMESPACE = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: media\n"
+
+
+def model_of(make_repo: Callable[..., Path], files: dict[str, str]) -> FluxModel:
+    repo = make_repo(files)
+    return read_model(GitTree(str(repo), "HEAD"))
+
+
+def ids(flux: FluxKs) -> set[str]:
+    return {str(o.id) for o in flux.objects if o.known}
+
+
+def the(model: FluxModel, name: str, cluster: str | None = None) -> FluxKs:
+    found = [k for k in model.kustomizations() if k.name == name and (cluster is None or k.cluster == cluster)]
+    assert len(found) == 1, f"{name}: {[(k.cluster, k.key) for k in model.kustomizations()]}"
+    return found[0]
+
+
+def test_a_path_without_kustomization_builds_what_the_controller_generates(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/apps.yaml": ks("apps", "apps"),
+        "apps/a.yaml": cm("a", "media"),
+        "apps/nested/b.yml": cm("b", "media"),
+        "apps/notes.txt": "not yaml, not listed\n",
+        "apps/whole/kustomization.yaml": "resources: [c.yaml]\n",
+        "apps/whole/c.yaml": cm("c", "media"),
+        "apps/whole/unlisted.yaml": cm("unlisted", "media"),
+    })
+    apps = the(model, "apps")
+    assert apps.generated and apps.evaluated
+    assert ids(apps) == {"ConfigMap media/a", "ConfigMap media/b", "ConfigMap media/c"}
+    # the root's own path has no kustomization either: it applies the sync file and apps.yaml
+    assert {str(o.id) for o in the(model, "flux-system").objects} >= {
+        "kustomize.toolkit.fluxcd.io/Kustomization flux-system/apps",
+        "source.toolkit.fluxcd.io/GitRepository flux-system/flux-system"}
+
+
+def test_two_clusters_are_two_inventories(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/a/flux-system/gotk-sync.yaml": sync("clusters/a"),
+        "clusters/a/namespace.yaml": NAMESPACE,
+        "clusters/b/flux-system/gotk-sync.yaml": sync("clusters/b"),
+        "clusters/b/namespace.yaml": NAMESPACE,
+    })
+    assert [c.name for c in model.clusters] == ["clusters/a", "clusters/b"]
+    assert all("clusters/" in c.how and "gotk-sync.yaml" in c.how for c in model.clusters)
+    for cluster in model.clusters:
+        assert [str(o.id) for _, o in cluster.objects() if o.id.kind == "Namespace"] == ["Namespace media"]
+        assert all(k.cluster == cluster.name for k in cluster.kustomizations)
+
+
+def test_a_flux_instance_names_the_cluster_entry(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "flux/instance.yaml": """apiVersion: fluxcd.controlplane.io/v1
+kind: FluxInstance
+metadata:
+  name: flux
+  namespace: flux-system
+spec:
+  sync:
+    kind: GitRepository
+    url: https://example.invalid/repo.git
+    ref: refs/heads/main
+    path: kubernetes/flux
+""",
+        "kubernetes/flux/apps.yaml": ks("apps", "kubernetes/apps"),
+        "kubernetes/apps/a.yaml": cm("a", "media"),
+    })
+    (cluster,) = model.clusters
+    assert cluster.entry == "kubernetes/flux" and "FluxInstance flux-system/flux" in cluster.how
+    assert ids(the(model, "apps")) == {"ConfigMap media/a"}
+    assert the(model, "apps").parent == ("flux-system", "flux-system")
+
+
+def test_another_source_is_external_and_never_built(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/flux.yaml": ks("flux", "", source="OCIRepository", source_name="flux-manifests"),
+        "apps/a.yaml": cm("a", "media"),
+    })
+    flux = the(model, "flux")
+    assert flux.external and flux.objects == () and flux.build_failure is None
+    assert str(flux.source) == "OCIRepository flux-system/flux-manifests"
+    assert not any(o.id.name == "a" for _, o in model.clusters[0].objects())
+
+
+COMPONENT_PVC = """apiVersion: kustomize.config.k8s.io/v1alpha1
+kind: Component
+resources: [pvc.yaml]
+"""
+PVC = """apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: ${VOLSYNC_CLAIM:-${APP}}
+spec:
+  resources:
+    requests:
+      storage: 1Gi
+"""
+
+
+def app_ks(app: str, substitute: str | None) -> str:
+    post = f"  postBuild:\n    substitute:\n      APP: {app}\n" if substitute is None else substitute
+    return ks(app, f"apps/{app}", "media", "  targetNamespace: media\n  components: [../../components/volsync]\n"
+              + post)
+
+
+def test_a_variable_per_child_names_two_objects_and_an_unresolved_one_is_unknown(
+        make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/apps.yaml": ks("apps", "ks"),
+        "ks/plex.yaml": app_ks("plex", None),
+        "ks/sonarr.yaml": app_ks("sonarr", None),
+        "ks/radarr.yaml": app_ks("radarr", "  postBuild:\n    substituteFrom:\n      - kind: Secret\n"
+                                           "        name: not-in-git\n"),
+        "components/volsync/kustomization.yaml": COMPONENT_PVC,
+        "components/volsync/pvc.yaml": PVC,
+        "apps/plex/cm.yaml": cm("plex"),
+        "apps/sonarr/cm.yaml": cm("sonarr"),
+        "apps/radarr/cm.yaml": cm("radarr"),
+    })
+    assert "PersistentVolumeClaim media/plex" in ids(the(model, "plex"))
+    assert "PersistentVolumeClaim media/sonarr" in ids(the(model, "sonarr"))
+    radarr = the(model, "radarr")
+    (unknown,) = [o for o in radarr.objects if not o.known]
+    # the missing Secret may define VOLSYNC_CLAIM: the claim's name is unknown, not `radarr`
+    assert unknown.id.kind == "PersistentVolumeClaim" and unknown.unresolved == ("VOLSYNC_CLAIM",)
+    assert radarr.variables is not None and radarr.variables.missing == ("Secret/not-in-git",)
+
+
+def test_substitute_from_reads_a_config_map_git_holds_and_respects_disabled(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/vars.yaml": cm("cluster-vars", "flux-system") + "data:\n  ENV: prod\n",
+        "clusters/home/apps.yaml": ks("apps", "apps", extra="  postBuild:\n    substituteFrom:\n"
+                                      "      - kind: ConfigMap\n        name: cluster-vars\n"),
+        "apps/a.yaml": cm("a-${ENV}", "media"),
+        "apps/b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b-${ENV}\n  namespace: media\n"
+                       "  annotations:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\n",
+    })
+    apps = the(model, "apps")
+    assert "ConfigMap media/a-prod" in ids(apps)
+    assert "ConfigMap media/b-${ENV}" in ids(apps)  # not substituted: Flux applies it as written
+
+
+def test_a_parents_patches_give_the_children_their_spec(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/apps.yaml": ks("apps", "ks", extra="""  patches:
+    - patch: |-
+        apiVersion: kustomize.toolkit.fluxcd.io/v1
+        kind: Kustomization
+        metadata:
+          name: _
+        spec:
+          prune: false
+          deletionPolicy: Orphan
+          decryption:
+            provider: sops
+      target:
+        group: kustomize.toolkit.fluxcd.io
+        kind: Kustomization
+"""),
+        "ks/plex.yaml": ks("plex", "apps/plex", "media"),
+        "apps/plex/cm.yaml": cm("plex", "media"),
+    })
+    plex = the(model, "plex")
+    assert (plex.prune, plex.deletion_policy) == (False, "Orphan")
+    assert plex.spec["decryption"] == {"provider": "sops"}
+    assert the(model, "apps").deletion_policy == "MirrorPrune"
+
+
+def test_spec_components_add_their_objects(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/plex.yaml": ks("plex", "apps/plex", extra="  components: [../../components/extra]\n"),
+        "apps/plex/kustomization.yaml": "resources: [cm.yaml]\n",
+        "apps/plex/cm.yaml": cm("plex", "media"),
+        "components/extra/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+                                               "resources: [extra.yaml]\n",
+        "components/extra/extra.yaml": cm("extra", "media"),
+    })
+    assert ids(the(model, "plex")) == {"ConfigMap media/plex", "ConfigMap media/extra"}
+
+
+def test_a_missing_path_or_resource_is_a_build_failure_with_no_objects(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/gone.yaml": ks("gone", "apps/renamed"),
+        "clusters/home/stale.yaml": ks("stale", "apps/plex"),
+        "apps/plex/kustomization.yaml": "resources:\n  - cm.yaml\n  - old-name.yaml\n",
+        "apps/plex/cm.yaml": cm("plex", "media"),
+    })
+    gone, stale = the(model, "gone"), the(model, "stale")
+    assert gone.objects == () and gone.build_failure is not None and not gone.build_failure.unsupported
+    assert "./apps/renamed" in gone.build_failure.message
+    assert (gone.build_failure.path, gone.build_failure.line) == ("clusters/home/gone.yaml", 9)
+    assert stale.objects == () and stale.build_failure is not None
+    assert "old-name.yaml" in stale.build_failure.message
+    assert (stale.build_failure.path, stale.build_failure.line) == ("apps/plex/kustomization.yaml", 3)
+
+
+def test_an_empty_path_is_a_build_failure(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/empty.yaml": ks("empty", "apps/empty"),
+        "apps/empty/README.md": "nothing to apply\n",
+    })
+    empty = the(model, "empty")
+    assert empty.objects == () and empty.build_failure is not None and not empty.build_failure.unsupported
+    assert "kustomization.yaml is empty" in empty.build_failure.message
+
+
+def test_children_recurse_without_a_depth_limit_and_a_cycle_ends(make_repo: Callable[..., Path]) -> None:
+    files = {"clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+             "clusters/home/l0.yaml": ks("l0", "levels/0")}
+    for level in range(6):
+        files[f"levels/{level}/next.yaml"] = ks(f"l{level + 1}", f"levels/{level + 1}")
+    files["levels/6/back.yaml"] = ks("l0", "levels/0")  # applies an ancestor again: no loop
+    model = model_of(make_repo, files)
+    assert the(model, "l6").parent == ("flux-system", "l5")
+    assert the(model, "l0").parent == ("flux-system", "flux-system")
 
 
 class _Loader(yaml.SafeLoader):
