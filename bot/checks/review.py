@@ -202,9 +202,10 @@ def build_failure_findings(base: Iterable[Unit], head: Iterable[Unit]) -> list[F
         where = f"{f.path}{f':{f.line}' if f.line else ''}: " if f.path else ""
         out.append(Finding(
             code="build-failed", severity="error",
-            message=f"Kustomization {u.ref} ({u.cluster}) cannot be built: {where}{f.message}. kustomize-controller "
-                    "applies and prunes nothing of it until it is fixed (so this change deletes nothing through "
-                    "it), and whatever dependsOn it waits",
+            message=f"Kustomization {u.ref} ({u.cluster}) cannot be built: {where}{f.message.rstrip('.')}"
+                    + ("" if "prunes nothing" in f.message else
+                       ". kustomize-controller applies and prunes nothing of it until it is fixed")
+                    + ". So this change deletes nothing through it, and whatever dependsOn it waits",
             path=f.path or u.path, line=f.line if f.path else u.line or None,
             resource=f"{FLUX_GROUP}/Kustomization {u.ref}", fix=f.hint,
         ))

@@ -112,7 +112,8 @@ def test_a_head_that_fails_to_build_deletes_nothing_and_says_why() -> None:
     assert [f.code for f in findings] == ["build-failed"]
     assert findings[0].path == "kubernetes/apps/media/plex/ks.yaml" and findings[0].line == 9
     assert "cannot be built: kubernetes/apps/media/plex/ks.yaml:9: spec.path 'kubernetes/apps/media/plex/app' " \
-           "does not exist. kustomize-controller applies and prunes nothing" in findings[0].message
+           "does not exist. kustomize-controller applies and prunes nothing of it until it is fixed. So this change " \
+           "deletes nothing through it" in findings[0].message
     assert findings[0].fix == "did you mean 'kubernetes/apps/media/plex/application'?"
     assert deletion_findings([PARENT, broken], [PARENT, broken], CONFIG) == []  # not this change's
 

@@ -25,7 +25,8 @@ spec:
     kind: GitRepository
     name: flux-system
 """
-NO_CATALOG = {"kubernetes/flux/apps.yaml": FLUX_KS, "kubernetes/apps/.keep": ""}
+CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\n"
+NO_CATALOG = {"kubernetes/flux/apps.yaml": FLUX_KS, "kubernetes/apps/settings.yaml": CONFIGMAP}
 
 
 def _json(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
