@@ -11,7 +11,7 @@ from typing import Any
 from bot.checks import acceptance, cascade, gating, restored, review, tiers
 from bot.checks import cutover as lifecycle
 from bot.checks import deletes as hazards
-from bot.checks.registry import PlanContext, run_checks
+from bot.checks.registry import PlanContext, ReviewContext, run_checks, run_review
 from bot.checks.removal import (
     kustomization_references,
     removable_sides,
@@ -305,18 +305,13 @@ def review_plan(tree: Tree, config: Config, mode: Mode, base: Tree | None = None
     builds = Builds()
     tier_report = tiers.check(tree, config, builds, base)
     head_model = read_model(tree, config)
-    head = review.units_of(head_model, config)
-    problems = [*review.sops_findings(head_model), *review.gating_findings(head, review.feature_gate_on(tree))]
-    problems += [f for f in review.depends_on_findings(head) if not _said(f, tier_report.findings)]
-    if base is None:
-        findings = [*review.build_failure_findings((), head), *problems]
-    else:
+    ctx = ReviewContext(config, head_model, review.units_of(head_model, config), review.feature_gate_on(tree))
+    if base is not None:
         base_model = read_model(base, config)
-        before = review.units_of(base_model, config)
-        # What the change brings: a problem already deployed is not this pull request's to fix.
-        known = {_key(f) for f in [*review.sops_findings(base_model), *review.depends_on_findings(before),
-                                   *review.gating_findings(before, review.feature_gate_on(base))]}
-        findings = [*review.deletion_findings(before, head, config), *(f for f in problems if _key(f) not in known)]
+        ctx = dataclasses.replace(ctx, base_model=base_model, base=review.units_of(base_model, config),
+                                  base_gate=review.feature_gate_on(base))
+    # A dependsOn problem the tier checks report already is said once.
+    findings = [f for f in run_review(ctx) if f.code != "depends-on-missing" or not _said(f, tier_report.findings)]
     findings = [*findings, *tier_report.findings]
     findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
     return Plan(
@@ -330,10 +325,6 @@ def review_plan(tree: Tree, config: Config, mode: Mode, base: Tree | None = None
         tier_report=tier_report,
         mode=mode,
     )
-
-
-def _key(finding: Finding) -> tuple[str, str | None, str]:
-    return (finding.code, finding.resource, finding.message)
 
 
 def _said(finding: Finding, others: Sequence[Finding]) -> bool:
