@@ -280,7 +280,7 @@ def _deletion_of(u: Unit, successor: Unit | None, gone: _Gone) -> list[Finding]:
         out.append(Finding(
             code=code, severity="error",
             message=f"{rid} is lost: {owner} is deleted ({what}), and its finalizer ({u.setting}) deletes "
-                    f"{rid}{through}: {why}{after}",
+                    f"it{through}: {why}{after}",
             path=u.path, line=u.line or None, resource=str(rid), fix=orphan_step(u),
         ))
     if gone.stateless:

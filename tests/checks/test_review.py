@@ -38,7 +38,9 @@ def test_deleting_a_child_kustomization_that_owns_a_pvc_is_an_error_naming_it_wi
 
     errors = [f for f in findings if f.severity == "error"]
     assert [(f.code, f.resource) for f in errors] == [("resource-removed", str(PVC))]
-    assert "finalizer (deletionPolicy: MirrorPrune, prune: true) deletes PersistentVolumeClaim media/plex-config" \
+    assert errors[0].message.startswith("PersistentVolumeClaim media/plex-config is lost: Kustomization "
+                                        "flux-system/plex (main) is deleted")
+    assert "its finalizer (deletionPolicy: MirrorPrune, prune: true) deletes it: the claim is deleted" \
         in errors[0].message
     assert errors[0].fix is not None and "deletionPolicy: Orphan" in errors[0].fix
     assert "kubernetes/apps/media/plex/ks.yaml" in errors[0].fix
