@@ -103,3 +103,21 @@ def test_the_safe_step_through_the_parents_patches_deletes_no_claim(
     deleted = simulate(_files_at(repo, step_1), _files_at(repo, step_2)).deleted
     assert CLAIM not in deleted
     assert deleted <= {Rid(FLUX, "Kustomization", "flux-system", "plex"), Rid("apps", "Deployment", "media", "plex")}
+
+
+def test_a_deliberate_deletion_is_accepted_with_wave_bot_accept(make_repo: Any) -> None:
+    repo = make_repo(ks_repo_files())
+    deployed = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "kubernetes/apps/plex.yaml").unlink()
+    _commit(repo, "retire plex")
+    assert _check(repo, deployed)[0] == 1
+
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        code = main(["accept", "PersistentVolumeClaim media/plex-config", "--by", "alice", "--base", deployed,
+                     str(repo)])
+    assert code == 0, out.getvalue()
+    code, report = _check(repo, deployed)
+    assert (code, [f for f in report["findings"] if f["severity"] == "error"]) == (0, [])
+    (accepted,) = [f for f in report["findings"] if f.get("resource") == "PersistentVolumeClaim media/plex-config"]
+    assert accepted["severity"] == "info" and accepted["message"].startswith("accepted by alice")
