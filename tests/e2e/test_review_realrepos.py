@@ -269,3 +269,57 @@ def test_a_harmless_edit_passes(ks_repo: tuple[Path, App, str]) -> None:
     _commit(repo, "a comment")
     code, report = cli("check", str(repo), "--base", deployed)
     assert (code, _errors(report)) == (0, [])
+
+
+def _app_template_release(repo: Path) -> tuple[Path, str] | None:
+    """The first HelmRelease of bjw-s's app-template whose `persistence` has an item with a size and no
+    `existingClaim` or other type (the chart renders a claim `<release>-<item>` for it), in a file that
+    can go: one a generated kustomization takes, or that its directory's kustomization lists."""
+    for path in sorted(repo.rglob("*.yaml")):
+        if ".git" in path.parts or path.name == "kustomization.yaml":
+            continue
+        try:
+            docs = _docs(path)
+        except Exception:  # noqa: BLE001 - a template or an encrypted file: not this shape
+            continue
+        releases = [d for d in docs if d.get("kind") == "HelmRelease"]
+        if len(docs) != 1 or len(releases) != 1:
+            continue
+        spec = releases[0].get("spec") or {}
+        chart = str(((spec.get("chart") or {}).get("spec") or {}).get("chart") or (spec.get("chartRef") or {}).get(
+            "name") or "")
+        name = str((releases[0].get("metadata") or {}).get("name", ""))
+        persistence = (spec.get("values") or {}).get("persistence") or {}
+        items = [k for k, v in persistence.items() if isinstance(v, dict) and v.get("size") and "existingClaim" not in v
+                 and v.get("type", "persistentVolumeClaim") == "persistentVolumeClaim" and v.get("enabled", True)
+                 and not v.get("nameOverride") and not v.get("retain")]
+        if chart != "app-template" or "$" in name or not items or spec.get("releaseName"):
+            continue
+        kustomization = path.parent / "kustomization.yaml"
+        if not kustomization.exists() or f"./{path.name}\n" in kustomization.read_text():
+            return path, f"{name}-{items[0]}"
+    return None
+
+
+@pytest.mark.parametrize("archive", params(), ids=lambda a: a.name.split(".")[0] if a else "none")
+def test_deleting_an_app_template_release_with_persistence_is_an_error_naming_its_claim(
+    archive: Path | None, tmp_path: Path
+) -> None:
+    repo = unpack(require(archive), tmp_path / "repo")
+    found = _app_template_release(repo)
+    if found is None:
+        pytest.skip("no app-template HelmRelease with persistence in a file of its own: not this shape")
+    path, claim = found
+    kustomization = path.parent / "kustomization.yaml"
+    if kustomization.exists():
+        kustomization.write_text("".join(line for line in kustomization.read_text().splitlines(keepends=True)
+                                         if line.strip() != f"- ./{path.name}"))
+    path.unlink()
+    _commit(repo, "retire the release")
+
+    code, report = cli("check", str(repo), "--base", "HEAD~1")
+
+    assert code == 1
+    lost = [f for f in _errors(report) if str(f.get("resource", "")).startswith("PersistentVolumeClaim ")
+            and str(f["resource"]).endswith(f"/{claim}")]
+    assert lost, [f["message"] for f in _errors(report)]
