@@ -247,16 +247,20 @@ def _removed_kustomizations(
 ) -> list[Finding]:
     out: list[Finding] = []
     head = list(head_by.values())
+    clusters = {u.cluster for u in head}
     for u in base:
-        if u.key in head_by or u.external:
+        if u.key in head_by or u.external or u.parent is None or u.cluster not in clusters:
+            # A cluster's root is applied by the bootstrap, not pruned by a parent; a cluster wave-bot
+            # no longer finds (its entry moved) is not judged object by object.
             continue
-        parent_key = (u.cluster, u.parent) if u.parent is not None else None
-        if parent_key is not None and parent_key not in head_by:
+        parent_key = (u.cluster, u.parent)
+        parent = head_by.get(parent_key)
+        if parent is None:
             continue  # its parent goes too: the parent's cascade covers it
-        parent = head_by.get(parent_key) if parent_key is not None else None
-        if parent_key is not None and parent_key in failed:
+        if parent_key in failed:
             continue  # the parent's build fails: it applies and prunes nothing (build-failed says so)
-        if parent is not None and not parent.prune and not base_by[parent.key].prune:
+        deployed = base_by.get(parent_key)
+        if not parent.prune and (deployed is None or not deployed.prune):
             continue  # a parent that does not prune leaves it in the cluster, unmanaged
         successor = _successor(u, head, base_by)
         gone = _cascade(u, children, config)

@@ -214,3 +214,8 @@ def test_a_depends_on_typo_is_an_error_with_a_did_you_mean_within_the_cluster() 
     other_cluster = dataclasses.replace(db, cluster="staging")
     assert len(depends_on_findings([other_cluster, app])) == 1
     assert depends_on_findings([db, dataclasses.replace(app, depends_on=("flux-system/postgres",))]) == []
+
+
+def test_a_cluster_whose_entry_moved_is_not_judged_object_by_object() -> None:
+    moved = [dataclasses.replace(u, cluster="clusters/prod") for u in (PARENT, PLEX)]
+    assert deletion_findings([PARENT, PLEX], moved, CONFIG) == []
