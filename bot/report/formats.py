@@ -127,7 +127,12 @@ def plan_status(plan: Plan, applied: bool = False, commit: str | None = None) ->
         detail = "; ".join(p for p in (file_text, finding_text) if p)
         return Status("regenerated", "regenerated", detail, errors, warnings, changes, by)
     detail = f"{finding_text} to review" if finding_text else ""
-    if not plan.graph.nodes and not plan.mode.review:
+    if plan.mode.review:  # nothing is laid out: the change was reviewed
+        checked = plan.tier_report is not None and plan.tier_report.base is not None
+        quiet = ("nothing this change makes Flux delete" if checked else
+                 "no deployed revision given (--base), so deletions are not checked")
+        return Status("up-to-date", "reviewed", detail or quiet, errors, warnings, changes)
+    if not plan.graph.nodes:
         detail = f"no ServiceDefinition in {plan.config.catalog_dir}/"
     return Status("up-to-date", "up to date", detail, errors, warnings, changes)
 

@@ -58,6 +58,9 @@ def test_review_mode_is_said_in_text_and_apply_says_it_wrote_nothing(
     repo = make_repo(NO_CATALOG)
     assert main(["apply", str(repo)]) == 0
     out = capsys.readouterr().out
+    assert out.startswith("wave-bot: reviewed: no deployed revision given (--base), so deletions are not checked\n")
+    assert main(["check", str(repo), "--base", "HEAD"]) == 0
+    assert capsys.readouterr().out.startswith("wave-bot: reviewed: nothing this change makes Flux delete\n")
     assert "Review mode (no catalog directory 'catalog'" in out
     assert "`apply` wrote nothing" in out
     assert main(["check", str(repo), "--format", "markdown"]) == 0
