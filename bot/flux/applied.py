@@ -7,8 +7,9 @@ reconciles, and the objects each one's build gives, read from a `Tree` as kustom
      `gotk-sync.yaml` holding no Kustomization names its path by its place (`<path>/flux-system/`);
    - a FluxInstance's `spec.sync`, or the flux-instance chart's `values.instance.sync` in a
      HelmRelease: the `flux-system` Kustomization the Flux Operator makes for `sync.path`;
-   - else the configured or discovered environment overlays (`overlays:`, `clusters/<env>`);
-   - else one cluster whose roots are the Flux Kustomizations no other Kustomization applies.
+   - else the configured or discovered environment overlays (`overlays:`, `clusters/<env>`); a
+     repository of the configured layout (it has `base_dir`) without one has no cluster to read;
+   - else one cluster per directory holding Flux Kustomizations no other Kustomization applies.
    Entries with the same path are one cluster. Objects of two clusters are two objects.
 2. Each Flux Kustomization's build as the controller makes it: `spec.path` with its own
    kustomization or the generated one (`bot.flux.generator`), then `spec.components`,
@@ -77,8 +78,7 @@ class Applied:
     """False when an unresolved variable is in its kind, namespace or name: then it is no object
     wave-bot can name, and never the same object as another."""
     path: str
-    """The file it is written in."""
-    line: int
+    """The file it is written in (for a generated ConfigMap or Secret: the kustomization generating it)."""
     value: Mapping[str, Any]
     """The object as applied (patched, substituted, with commonMetadata)."""
     prune_disabled: bool
@@ -86,6 +86,17 @@ class Applied:
     unresolved: tuple[str, ...] = ()
     """The variables substitution left unresolved anywhere in it."""
     document: yamlio.Document | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def line(self) -> int:
+        """The line its YAML document starts on (0 when it was not read from a document); found on
+        first use, as most objects are never reported."""
+        return self.document.info.start_line if self.document is not None else 0
+
+    @property
+    def identity(self) -> ResourceId | None:
+        """Its id when known; None when an unresolved variable hides it (never equal to another)."""
+        return self.id if self.known else None
 
     @property
     def info(self) -> yamlio.DocInfo | None:
@@ -285,6 +296,13 @@ class _Node:
     synthesized: bool = False
 
 
+def _may_hold_entry(data: bytes) -> bool:
+    """Whether a file may hold what `_entries` reads: a Flux Kustomization or GitRepository, a
+    FluxInstance, or a HelmRelease with the flux-instance chart's `instance.sync` values."""
+    return (b"kustomize.toolkit.fluxcd.io" in data or b"GitRepository" in data
+            or b"fluxcd.controlplane.io" in data or (b"instance" in data and b"sync" in data))
+
+
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -345,8 +363,8 @@ class _Reader:
                 continue
             try:
                 data = self.tree.read(path)
-                if b"fluxcd" not in data:
-                    continue  # cheap: most files are not Flux objects
+                if not _may_hold_entry(data):
+                    continue  # cheap: most files hold no Kustomization, GitRepository or sync
                 docs = yamlio.load(data, path)
             except WaveBotError:
                 continue  # a build that reads it reports it
@@ -360,10 +378,13 @@ class _Reader:
         clusters = []
         names = _cluster_names([e.path for e in entries])
         for entry in entries:
-            first = self._walk(entry, names[entry.path], None)
-            index = {(o.id.kind, o.id.namespace, o.id.name): o.value for ks in first for o in ks.objects
-                     if o.known and o.id.kind in ("ConfigMap", "Secret") and not o.id.group}
-            kustomizations = self._walk(entry, names[entry.path], index)
+            # substituteFrom names ConfigMaps and Secrets the cluster applies: read them all, then walk
+            # again with them (only when some Kustomization substitutes from one)
+            kustomizations = self._walk(entry, names[entry.path], None)
+            if any(k.variables is not None and k.variables.missing for k in kustomizations):
+                index = {(o.id.kind, o.id.namespace, o.id.name): o.value for ks in kustomizations for o in ks.objects
+                         if o.known and o.id.kind in ("ConfigMap", "Secret") and not o.id.group}
+                kustomizations = self._walk(entry, names[entry.path], index)
             roots = tuple(ks_key(n.value) for n in entry.roots)
             clusters.append(Cluster(names[entry.path], entry.path, "; ".join(entry.how),
                                     roots[0] if len(roots) == 1 else None, tuple(kustomizations), entry.source,
@@ -424,6 +445,8 @@ class _Reader:
             for overlay in self._overlays():
                 add(overlay, f"overlay ./{overlay} (configured or found beside {self.config.base_dir})",
                     _Node(_synthesized_root(overlay, own), overlay, 1, None, None, True), own)
+        if not entries and self.tree.kind(self.config.base_dir) == "dir":
+            return []  # the configured layout names its clusters (the overlays of base_dir): none, none guessed
         if not entries:
             # `flux bootstrap --path` points at the directory holding the roots: one cluster per directory
             by_dir: dict[str, list[_Node]] = {}
@@ -654,10 +677,8 @@ class _Reader:
         meta = _meta(value)
         prune = PRUNE_DISABLED.casefold()
         off = any(str(_mapping(meta.get(k)).get(PRUNE_KEY, "")).casefold() == prune for k in ("labels", "annotations"))
-        document = obj.document
-        line = document.info.start_line if document is not None else 0
-        return Applied(rid, known, obj.source, line, value, off, tuple(sorted(unresolved | identity_unresolved)),
-                       document)
+        return Applied(rid, known, obj.source, value, off, tuple(sorted(unresolved | identity_unresolved)),
+                       obj.document)
 
 
 def _cluster_names(paths: list[str]) -> dict[str, str]:

@@ -158,6 +158,23 @@ spec:
     assert the(model, "apps").parent == ("flux-system", "flux-system")
 
 
+def test_without_an_entry_the_kustomizations_no_other_applies_are_the_roots(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/dev/cluster-apps.yaml": ks("cluster-apps", "apps/dev"),
+        "clusters/prod/cluster-apps.yaml": ks("cluster-apps", "apps/prod"),
+        "apps/dev/a.yaml": cm("dev", "media"),
+        "apps/prod/a.yaml": cm("prod", "media"),
+        "apps/prod/child.yaml": ks("child", "apps/child"),
+        "apps/child/c.yaml": cm("child", "media"),
+    })
+    assert [(c.name, c.roots) for c in model.clusters] == [
+        ("clusters/dev", (("flux-system", "cluster-apps"),)), ("clusters/prod", (("flux-system", "cluster-apps"),))]
+    assert "no bootstrap sync file" in model.clusters[0].how
+    assert ids(the(model, "cluster-apps", "clusters/prod")) == {
+        "ConfigMap media/prod", "kustomize.toolkit.fluxcd.io/Kustomization flux-system/child"}
+    assert the(model, "child").parent == ("flux-system", "cluster-apps")  # applied by a root: no root itself
+
+
 def test_another_source_is_external_and_never_built(make_repo: Callable[..., Path]) -> None:
     model = model_of(make_repo, {
         "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
@@ -228,6 +245,36 @@ def test_substitute_from_reads_a_config_map_git_holds_and_respects_disabled(make
     apps = the(model, "apps")
     assert "ConfigMap media/a-prod" in ids(apps)
     assert "ConfigMap media/b-${ENV}" in ids(apps)  # not substituted: Flux applies it as written
+
+
+def test_an_encrypted_secret_defines_a_variable_whose_value_is_unknown(make_repo: Callable[..., Path]) -> None:
+    secret = ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: cluster-secrets\n  namespace: flux-system\n"
+              "stringData:\n  DOMAIN: ENC[AES256_GCM,data:abc=,type:str]\n  PLAIN: ENC[AES256_GCM,data:def=,type:str]\n"
+              "sops:\n  age: []\n")
+    model = model_of(make_repo, {
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/secret.sops.yaml": secret,
+        "clusters/home/apps.yaml": ks("apps", "apps", extra="  postBuild:\n    substitute:\n      PLAIN: clear\n"
+                                      "    substituteFrom:\n      - kind: Secret\n        name: cluster-secrets\n"),
+        "apps/a.yaml": cm("a-${DOMAIN}", "media"),
+        "apps/b.yaml": cm("b-${PLAIN}", "media"),
+        "apps/c.yaml": cm("c-${UNSET:=fallback}", "media"),
+    })
+    apps = the(model, "apps")
+    assert apps.variables is not None and apps.variables.unknown == frozenset({"DOMAIN"})
+    assert ids(apps) == {"ConfigMap media/b-clear", "ConfigMap media/c-fallback"}  # substitute wins over the Secret
+    assert [(o.id.name, o.unresolved) for o in apps.objects if not o.known] == [("a-${DOMAIN}", ("DOMAIN",))]
+
+
+def test_common_metadata_reaches_every_object(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/apps.yaml": ks("apps", "apps", extra="  commonMetadata:\n    labels:\n"
+                                      "      kustomize.toolkit.fluxcd.io/prune: disabled\n"),
+        "apps/a.yaml": cm("a", "media"),
+    })
+    (obj,) = the(model, "apps").objects
+    assert obj.prune_disabled and obj.value["metadata"]["labels"] == {"kustomize.toolkit.fluxcd.io/prune": "disabled"}
 
 
 def test_a_parents_patches_give_the_children_their_spec(make_repo: Callable[..., Path]) -> None:
