@@ -312,7 +312,11 @@ def review_plan(tree: Tree, config: Config, mode: Mode, base: Tree | None = None
                                   base_gate=review.feature_gate_on(base))
     # A dependsOn problem the tier checks report already is said once.
     findings = [f for f in run_review(ctx) if f.code != "depends-on-missing" or not _said(f, tier_report.findings)]
-    findings = [*findings, *tier_report.findings]
+    if base is not None:
+        findings = review.with_moves(findings, ctx.head, base, tree)
+    # A stale spec.path is said once: as the build failure, with where the directory went.
+    failed = {(f.path, f.line) for f in findings if f.code == "build-failed"}
+    findings += [f for f in tier_report.findings if f.code != "tier-path-moved" or (f.path, f.line) not in failed]
     findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
     return Plan(
         config=config,

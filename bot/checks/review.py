@@ -30,6 +30,7 @@ child's own file is overridden), or `wave-bot accept` for a deliberate deletion 
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -515,6 +516,47 @@ def sops_findings(model: FluxModel) -> list[Finding]:
     return out
 
 
+def _files(tree: Tree, directory: str) -> frozenset[str]:
+    return frozenset(path[len(directory) + 1:] for path, entry in walk(tree, directory) if entry.kind == "file")
+
+
+def moved_to(base: Tree, head: Tree, directory: str) -> str | None:
+    """Where the change moved `directory` (a directory at the base that the head lacks): the directory
+    new to the head, below the same parent or the one above it, holding the same files; None if none."""
+    directory = directory.removeprefix("./").rstrip("/")
+    if not directory or head.kind(directory) is not None or base.kind(directory) != "dir":
+        return None
+    before = _files(base, directory)
+    parent = directory.rpartition("/")[0]
+    grand = parent.rpartition("/")[0]
+    candidates = [f"{parent}/{e.name}" if parent else e.name for e in head.entries(parent) if e.kind == "dir"]
+    if parent:
+        for up in head.entries(grand):
+            top = f"{grand}/{up.name}" if grand else up.name
+            if up.kind == "dir" and top != parent:
+                candidates += [f"{top}/{e.name}" for e in head.entries(top) if e.kind == "dir"]
+    for candidate in candidates:
+        if base.kind(candidate) is None and before and _files(head, candidate) == before:
+            return candidate
+    return None
+
+
+def with_moves(findings: Sequence[Finding], head: Sequence[Unit], base: Tree, tree: Tree) -> list[Finding]:
+    """Each `build-failed` of a stale spec.path, with the directory the change moved it to as the
+    did-you-mean and the fix."""
+    by_ref = {f"{FLUX_GROUP}/Kustomization {u.ref}": u for u in head}
+    out = []
+    for f in findings:
+        unit = by_ref.get(f.resource or "") if f.code == "build-failed" else None
+        target = moved_to(base, tree, unit.spec_path) if unit is not None else None
+        if unit is not None and target is not None:
+            f = dataclasses.replace(
+                f, message=f"{f.message}. This change moved it to {target} (did you mean './{target}'?)",
+                fix=f"# in {unit.path}, Kustomization {unit.ref}:\nspec:\n  path: ./{target}\n")
+        out.append(f)
+    return out
+
+
 def feature_gate_on(tree: Tree) -> bool:
     """Whether some YAML file of the repository turns the AdditiveCELDependencyCheck gate on
     (kustomize-controller's `--feature-gates=...AdditiveCELDependencyCheck=true`)."""
@@ -526,4 +568,4 @@ def feature_gate_on(tree: Tree) -> bool:
 
 
 __all__ = ["Built", "Failure", "Unit", "build_failure_findings", "deletion_findings", "depends_on_findings",
-           "feature_gate_on", "gating_findings", "orphan_step", "sops_findings", "units_of"]
+           "feature_gate_on", "gating_findings", "moved_to", "with_moves", "orphan_step", "sops_findings", "units_of"]

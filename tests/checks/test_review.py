@@ -2,10 +2,20 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from bot.checks import acceptance
-from bot.checks.review import Built, Failure, Unit, deletion_findings, depends_on_findings, gating_findings
+from bot.checks.review import (
+    Built,
+    Failure,
+    Unit,
+    deletion_findings,
+    depends_on_findings,
+    gating_findings,
+    moved_to,
+)
 from bot.config import Config
+from bot.repo.worktree import FsTree
 from bot.resid import ResourceId
 
 FLUX = "kustomize.toolkit.fluxcd.io"
@@ -219,3 +229,17 @@ def test_a_depends_on_typo_is_an_error_with_a_did_you_mean_within_the_cluster() 
 def test_a_cluster_whose_entry_moved_is_not_judged_object_by_object() -> None:
     moved = [dataclasses.replace(u, cluster="clusters/prod") for u in (PARENT, PLEX)]
     assert deletion_findings([PARENT, PLEX], moved, CONFIG) == []
+
+
+def test_moved_to_finds_the_directory_a_change_moved_by_its_files(tmp_path: Path) -> None:
+    base_dir, head_dir = tmp_path / "base", tmp_path / "head"
+    for root, app in ((base_dir, "app"), (head_dir, "application")):
+        for name in ("kustomization.yaml", "helmrelease.yaml"):
+            (root / "apps/plex" / app).mkdir(parents=True, exist_ok=True)
+            (root / "apps/plex" / app / name).write_text("x: 1\n")
+    (head_dir / "apps/plex/other").mkdir()
+    (head_dir / "apps/plex/other/kustomization.yaml").write_text("x: 1\n")
+    base, head = FsTree(str(base_dir)), FsTree(str(head_dir))
+    assert moved_to(base, head, "./apps/plex/app") == "apps/plex/application"
+    assert moved_to(base, head, "apps/plex/gone") is None  # never there
+    assert moved_to(head, head, "apps/plex/application") is None  # still there

@@ -258,8 +258,10 @@ def test_a_stale_spec_path_is_a_build_failure_and_no_deletion(ks_repo: tuple[Pat
     assert code == 1
     assert [f for f in _errors(report) if f["code"] in ("resource-removed", "kustomization-renamed",
                                                          "cross-kustomization-move")] == []
-    failures = [f for f in _errors(report) if f["code"] in ("build-failed", "tier-path-moved")]
-    assert failures and any(app.path in f["message"] for f in failures)
+    (failure,) = [f for f in _errors(report) if f["code"] in ("build-failed", "tier-path-moved")]
+    assert failure["code"] == "build-failed" and app.path in failure["message"]
+    assert f"(did you mean './{moved}'?)" in failure["message"]
+    assert f"path: ./{moved}" in failure["fix"]
 
 
 def test_a_harmless_edit_passes(ks_repo: tuple[Path, App, str]) -> None:
