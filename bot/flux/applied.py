@@ -5,8 +5,8 @@ reconciles, and the objects each one's build gives, read from a `Tree` as kustom
    - a bootstrap sync file (`flux bootstrap`'s `gotk-sync.yaml`, or any file holding a Flux
      Kustomization together with the GitRepository it takes as its source): that Kustomization; a
      `gotk-sync.yaml` holding no Kustomization names its path by its place (`<path>/flux-system/`);
-   - a FluxInstance's `spec.sync`, or the flux-instance chart's `values.instance.sync` in a
-     HelmRelease: the `flux-system` Kustomization the Flux Operator makes for `sync.path`;
+   - a FluxInstance's `spec.sync`, or the flux-instance chart's `instance.sync` in a HelmRelease's
+     values or in a values file: the `flux-system` Kustomization the Flux Operator makes for `sync.path`;
    - else the configured or discovered environment overlays (`overlays:`, `clusters/<env>`); a
      repository of the configured layout (it has `base_dir`) without one has no cluster to read;
    - else one cluster per directory holding Flux Kustomizations no other Kustomization applies.
@@ -344,6 +344,8 @@ def _synthesized_root(path: str, source: SourceRef, name: str = BOOTSTRAP_NAME) 
                      "sourceRef": {"kind": source.kind, "name": source.name}}}
 
 
+_SYNC_PATH: dict[str, tuple[str, ...]] = {"FluxInstance": ("spec", "sync", "path"),
+                                          "HelmRelease": ("spec", "values", "instance", "sync", "path")}
 _BLANK = yamlio.DocInfo(start_line=1, lines={}, scalars={}, is_mapping=True, empty=False)
 
 
@@ -436,9 +438,10 @@ class _Reader:
                 continue
             key = (str(_meta(found.value).get("namespace") or DEFAULT_NAMESPACE),
                    str(_meta(found.value).get("name") or ""))
-            at = ("spec", "sync", "path") if what == "FluxInstance" else ("spec", "values", "instance", "sync", "path")
+            at = _SYNC_PATH.get(what, ("instance", "sync", "path"))
             source = SourceRef(GIT_REPOSITORY, str(sync.get("name") or BOOTSTRAP_NAME), DEFAULT_NAMESPACE)
-            add(path, f"{what} {key[0]}/{key[1]} in {found.file} (sync.path ./{path})",
+            named = f"{what} {key[0]}/{key[1]}" if what else "the flux-instance chart's values"
+            add(path, f"{named} in {found.file} (sync.path ./{path})",
                 _Node(_synthesized_root(path, source, source.name), found.file, found.document.info.line(at),
                       found.document, None, True), source)
         if not entries:
@@ -472,6 +475,9 @@ class _Reader:
             values = _mapping(_mapping(value.get("spec")).get("values"))
             sync = _mapping(values.get("instance")).get("sync")
             return (sync if isinstance(sync, dict) and "path" in sync else None), "HelmRelease"
+        if "kind" not in value and "apiVersion" not in value:  # a values file (a valuesFrom ConfigMap's source)
+            sync = _mapping(value.get("instance")).get("sync")
+            return (sync if isinstance(sync, dict) and "path" in sync else None), ""
         return None, ""
 
     def _overlays(self) -> list[str]:

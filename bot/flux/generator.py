@@ -31,7 +31,8 @@ YAML_EXTENSIONS = (".yaml", ".yml")
 _IGNORED_DIRS = frozenset({".git", ".github", ".circleci"})
 _IGNORED_FILES = (
     ".gitignore", ".gitmodules", ".gitattributes", ".travis.yml", ".gitlab-ci.yml", "appveyor.yml", ".drone.yml",
-    "cloudbuild.yaml", "codeship-services.yml", "codeship-steps.yml", ".goreleaser.yml", ".sops.yaml", ".flux.yaml",
+    "cloudbuild.yaml", "codeship-services.yml", "codeship-steps.yml", ".goreleaser.yml", ".goreleaser.brew.yml",
+    ".sops.yaml", ".flux.yaml", ".golangci.yaml",
     "*.jpg", "*.jpeg", "*.gif", "*.png", "*.wmv", "*.flv", "*.tar.gz", "*.zip",
 )
 

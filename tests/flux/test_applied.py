@@ -108,6 +108,7 @@ def test_a_path_without_kustomization_builds_what_the_controller_generates(make_
         "apps/a.yaml": cm("a", "media"),
         "apps/nested/b.yml": cm("b", "media"),
         "apps/notes.txt": "not yaml, not listed\n",
+        "apps/.sops.yaml": "creation_rules: []\n",  # source-controller leaves it out of the artifact
         "apps/whole/kustomization.yaml": "resources: [c.yaml]\n",
         "apps/whole/c.yaml": cm("c", "media"),
         "apps/whole/unlisted.yaml": cm("unlisted", "media"),
@@ -173,6 +174,18 @@ def test_without_an_entry_the_kustomizations_no_other_applies_are_the_roots(make
     assert ids(the(model, "cluster-apps", "clusters/prod")) == {
         "ConfigMap media/prod", "kustomize.toolkit.fluxcd.io/Kustomization flux-system/child"}
     assert the(model, "child").parent == ("flux-system", "cluster-apps")  # applied by a root: no root itself
+
+
+def test_the_flux_instance_charts_values_file_names_the_entry(make_repo: Callable[..., Path]) -> None:
+    model = model_of(make_repo, {
+        "bootstrap/flux-instance/values.yaml": "instance:\n  sync:\n    kind: GitRepository\n"
+                                               "    url: https://example.invalid/repo.git\n    path: ./k8s/flux\n",
+        "k8s/flux/apps.yaml": ks("apps", "k8s/apps"),
+        "k8s/apps/a.yaml": cm("a", "media"),
+    })
+    (cluster,) = model.clusters
+    assert cluster.entry == "k8s/flux" and "values in bootstrap/flux-instance/values.yaml" in cluster.how
+    assert ids(the(model, "apps")) == {"ConfigMap media/a"}
 
 
 def test_another_source_is_external_and_never_built(make_repo: Callable[..., Path]) -> None:
