@@ -95,7 +95,8 @@ def build(tree: Tree, directory: str, additions: Additions | None = None) -> Bui
     """Evaluate `kustomize build directory` over `tree`, with a Flux Kustomization's `additions`
     (None: none) as kustomize-controller applies them. Raises BuildError or Unsupported."""
     builder = _Builder(tree, additions)
-    resources = builder.target(directory, 0, None, [])
+    # kustomize leaves out of its output what is annotated `config.kubernetes.io/local-config: "true"`
+    resources = [r for r in builder.target(directory, 0, None, []) if not _local_config(r.value)]
     return Build(
         objects=tuple(
             Object(value=r.value, id=r.ids[-1], original=r.ids[0], source=r.source, document=r.document)
@@ -341,6 +342,15 @@ class _Builder:
             res.note_id()
         done = self._record(use, applied)
         self.problems.extend(Problem(message, done) for message in errors)
+
+
+LOCAL_CONFIG = "config.kubernetes.io/local-config"
+
+
+def _local_config(value: Mapping[str, Any]) -> bool:
+    metadata = value.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return isinstance(annotations, dict) and str(annotations.get(LOCAL_CONFIG, "")).lower() == "true"
 
 
 def _objects(doc: yamlio.Document, path: str) -> list[_Res]:

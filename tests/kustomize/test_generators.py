@@ -54,3 +54,4 @@ def test_a_merge_generator_is_not_guessed(make_repo: Callable[..., Path]) -> Non
     with pytest.raises(Unsupported) as caught:
         build(GitTree(str(repo), "HEAD"), "app")
     assert "behavior: merge" in caught.value.message and caught.value.path == "app/kustomization.yaml"
+

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from bot.kustomize.build import PatchFailed, apply_json_patch, build, merge_patc
 from bot.kustomize.files import find_kustomization
 from bot.kustomize.select import ResId, Selector, label_selector_matches
 from bot.kustomize.spec import BuildError, Unsupported
+from bot.repo.git import GitTree
 from bot.repo.worktree import FsTree
 from bot.yamlio import documents as yamlio
 
@@ -876,3 +878,13 @@ def test_a_legacy_patch_outside_the_repository_is_refused_at_its_line(tmp_path: 
         build(FsTree(str(tmp_path)), "clusters/o")
     assert (caught.value.path, caught.value.line) == ("clusters/o/kustomization.yaml", 3)
     assert caught.value.message.startswith("'/etc/p.yaml' is an absolute path")
+
+
+def test_a_local_config_object_is_not_in_the_output(make_repo: Callable[..., Path]) -> None:
+    local = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\n  annotations:\n"
+             "    config.kubernetes.io/local-config: \"true\"\n")
+    repo = make_repo({"base/kustomization.yaml": "resources: [a.yaml]\n",
+                      "base/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keep\n---\n" + local,
+                      "app/kustomization.yaml": "resources: [../base]\n"})
+    for directory in ("base", "app"):
+        assert [o.id.name for o in build(GitTree(str(repo), "HEAD"), directory).objects] == ["keep"]
