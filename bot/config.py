@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from bot.repo.tree import Tree
 
 CONFIG_FILE = ".wave-bot.yaml"
+MODES = ("auto", "review", "waves")
 WAVE_DIR_PREFIX = "wave-"
 
 
@@ -67,6 +68,9 @@ class Config:
     strict_substitution: bool = True
     """Flux >= 2.9 fails a reconcile on a `${VAR}` no postBuild source defines; false for older Flux."""
     crd_sources: tuple[CrdSource, ...] = ()
+    mode: str = "auto"
+    """`waves` (the catalog's layout), `review` (only what a change makes Flux delete and the tier
+    checks: no waves, nothing written) or `auto`: review when there is no catalog and no `dependencies`."""
     source: str = field(default=CONFIG_FILE, compare=False)
     non_gating_lines: tuple[int, ...] = field(default=(), compare=False)
     """The line of each `non_gating` entry, for messages."""
@@ -217,6 +221,13 @@ def _convert(key: str, value: Any, path: str, info: yamlio.DocInfo) -> Any:
     if key == "strict_substitution":
         if not isinstance(value, bool):
             raise _bad(key, "true or false", path, line)
+        return value
+    if key == "mode":
+        if value not in MODES:
+            raise WaveBotError(f"'mode' must be one of {', '.join(MODES)}, got {shown(value)}"
+                               f"{did_you_mean(str(value), MODES)}", path=path, line=line,
+                               hint="review: no waves, only the review of what a change deletes and the tier checks; "
+                                    "waves: the catalog's layout; auto (the default): review without a catalog")
         return value
     if key == "crd_sources":
         if not isinstance(value, list):

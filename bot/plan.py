@@ -4,14 +4,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks import acceptance, cascade, gating, restored, tiers
+from bot.checks import acceptance, cascade, gating, restored, review, tiers
 from bot.checks import cutover as lifecycle
 from bot.checks import deletes as hazards
-from bot.checks.registry import PlanContext, run_checks
+from bot.checks.registry import PlanContext, ReviewContext, run_checks, run_review
 from bot.checks.removal import (
     kustomization_references,
     removable_sides,
@@ -27,6 +27,7 @@ from bot.config import Config
 from bot.errors import WaveBotError
 from bot.fixes import overlays as overlayfix
 from bot.fixes import stepping
+from bot.flux.applied import read_model
 from bot.flux.inventory import Inventory, read_flux_kustomizations, read_inventory
 from bot.flux.manifests import ParseCache
 from bot.flux.ownership import ownership
@@ -41,6 +42,37 @@ from bot.model import Change, Finding
 from bot.naming import file_stem, is_dns_label
 from bot.repo.tree import PlannedTree, Tree, refuse_link
 from bot.side import Side, Slot, order
+
+
+@dataclass(frozen=True)
+class Mode:
+    """Which pipeline ran, and why: `waves` (the catalog's layout) or `review` (no waves, nothing written)."""
+
+    name: str
+    reason: str
+
+    @property
+    def review(self) -> bool:
+        return self.name == "review"
+
+
+WAVES = Mode("waves", "the catalog declares the units")
+
+
+def choose_mode(tree: Tree, config: Config) -> Mode:
+    """`mode:` when the config sets it; else review exactly when there is no catalog directory (at its
+    default place) and no `dependencies:` declare a unit. A catalog_dir the config names but the tree
+    lacks stays an error: that is a typo, not a repository without waves."""
+    where, _ = config.where("mode")
+    if config.mode == "review":
+        return Mode("review", f"mode: review in {where}")
+    if config.mode == "waves":
+        return Mode("waves", f"mode: waves in {where}")
+    if config.dependencies or config.where("catalog_dir")[0] is not None or tree.kind(config.catalog_dir) is not None:
+        return WAVES
+    declared = f"; dependencies: in {config.source} declares none" if "dependencies" in config.lines else ""
+    return Mode("review", f"no catalog directory '{config.catalog_dir}' and no units declared{declared}; "
+                          "`mode: waves` or `mode: review` in .wave-bot.yaml chooses")
 
 
 @dataclass(frozen=True)
@@ -63,6 +95,7 @@ class Plan:
     """The tier checks (their findings are among `findings` too) and the dependsOn graph."""
     split: Plan | None = None
     """At cutover step 1 (which moves nothing): the layout step 2 will produce, every file in place."""
+    mode: Mode = WAVES
 
     @property
     def slots(self) -> tuple[Slot, ...]:
@@ -118,6 +151,8 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "mode": self.mode.name,
+            "mode_reason": self.mode.reason,
             "max_wave": self.graph.max_wave,
             "waves": self.graph.waves(),
             "placement": {str(n): paths for n, paths in self.placement().items()},
@@ -139,6 +174,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     kept in place this time with their objects protected (the plan finds them itself); `hold=False`
     makes every move as it is, for `wave-bot accept` to see what the change itself deletes.
     """
+    mode = choose_mode(tree, config)
+    if mode.review:
+        return review_plan(tree, config, mode, base)
     # The layout: waves from the catalog, each app file's wave, the generated files.
     services = load_catalog(tree, config)
     graph = compute_waves(services, config)
@@ -277,6 +315,43 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         sides=tuple(sides),
         tier_report=tier_report,
     )
+
+
+def review_plan(tree: Tree, config: Config, mode: Mode, base: Tree | None = None) -> Plan:
+    """Review mode: no catalog, no waves, no changes; the findings of every producer that does not
+    need the layout (what the change makes Flux delete against `base`, the tier checks)."""
+    builds = Builds()
+    tier_report = tiers.check(tree, config, builds, base)
+    head_model = read_model(tree, config)
+    ctx = ReviewContext(config, head_model, review.units_of(head_model, config), review.feature_gate_on(tree))
+    if base is not None:
+        base_model = read_model(base, config)
+        ctx = dataclasses.replace(ctx, base_model=base_model, base=review.units_of(base_model, config),
+                                  base_gate=review.feature_gate_on(base))
+    # A dependsOn problem the tier checks report already is said once.
+    findings = [f for f in run_review(ctx) if f.code != "depends-on-missing" or not _said(f, tier_report.findings)]
+    if base is not None:
+        findings = review.with_moves(findings, ctx.head, base, tree)
+    # A stale spec.path is said once: as the build failure, with where the directory went.
+    failed = {(f.path, f.line) for f in findings if f.code == "build-failed"}
+    findings += [f for f in tier_report.findings if f.code != "tier-path-moved" or (f.path, f.line) not in failed]
+    findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
+    return Plan(
+        config=config,
+        graph=WaveGraph({}),
+        files=(),
+        waves=(),
+        changes=(),
+        findings=tuple(sorted(set(findings), key=Finding.sort_key)),
+        template_source="",
+        tier_report=tier_report,
+        mode=mode,
+    )
+
+
+def _said(finding: Finding, others: Sequence[Finding]) -> bool:
+    """Whether the tier checks already report this dependsOn problem of the same file."""
+    return any(f.code == finding.code and f.path == finding.path for f in others)
 
 
 def _retire(

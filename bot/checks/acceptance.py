@@ -18,6 +18,7 @@ import shlex
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from bot.checks import codes
 from bot.errors import WaveBotError
 from bot.model import Finding
 from bot.repo.tree import Tree, refuse_link
@@ -25,8 +26,7 @@ from bot.yamlio import documents as yamlio
 from bot.yamlio.edit import insert_item, render_item
 
 ACCEPT_FILE = ".wave-bot-accept.yaml"
-DELETING = frozenset({"resource-removed", "resource-dropped", "later-wave-move", "cross-kustomization-move",
-                      "copy-removed", "namespace-deleted"})
+DELETING = codes.DELETING | {"namespace-deleted"}
 """The findings that say Flux deletes the object they name."""
 # `[group/]Kind [namespace/]name`, as str(ResourceId) writes it: one object, never a pattern.
 _RESOURCE = re.compile(r"^(?:[a-z0-9.-]+/)?[A-Za-z][A-Za-z0-9]*(?: (?:[a-z0-9.-]+/)?[a-z0-9][a-z0-9.:-]*)$")

@@ -18,6 +18,7 @@ class Code:
     meaning: str  # one line
     deletes: bool = False  # a finding of this code says Flux deletes the object
     own_section: bool = False  # the reports show it in a section of its own, not among the findings
+    tier: bool = False  # a problem of the Flux Kustomizations: the reports show it with the tier checks
 
 
 _STATEFUL = "error for PVC, PV, Namespace, CNPG `Cluster` and `stateful_kinds`; warning otherwise; " \
@@ -41,6 +42,18 @@ CODES: tuple[Code, ...] = (
          "the object's Namespace is deleted, and Kubernetes deletes everything in it"),
     Code("kustomization-removed", "error",
          "a pruning Flux Kustomization that owned objects disappears: its finalizer deletes them"),
+    # what a change makes Flux delete, Kustomization by Kustomization (checks/review.py, review mode)
+    Code("kustomization-renamed", "error for the kinds above and a chart's claims; warning otherwise",
+         "a Flux Kustomization is renamed or changes namespace: the old one's finalizer deletes what the new "
+         "one recreates", deletes=True),
+    Code("build-failed", "error",
+         "a Flux Kustomization's build fails at the head (a missing path): Flux applies and prunes nothing of it"),
+    Code("depends-on-not-gating", "info",
+         "a dependsOn target neither waits nor has health checks: the edge orders the apply only", tier=True),
+    Code("sops-not-decrypted", "error",
+         "a Flux Kustomization applies a SOPS-encrypted object without `spec.decryption`", tier=True),
+    Code("ready-expr-replaces-readiness", "warning",
+         "a `dependsOn[].readyExpr` without the AdditiveCELDependencyCheck gate: no revision check", tier=True),
     # checks/prune.py
     Code("invalid-prune", "error", "`spec.prune` is not a YAML 1.2 boolean: the CRD rejects it"),
     # checks/cutover.py
@@ -104,5 +117,6 @@ CODES: tuple[Code, ...] = (
 BY_NAME: dict[str, Code] = {c.name: c for c in CODES}
 DELETING = frozenset(c.name for c in CODES if c.deletes)
 OWN_SECTION = frozenset(c.name for c in CODES if c.own_section)
+TIER = frozenset(c.name for c in CODES if c.tier)
 
-__all__ = ["BY_NAME", "CODES", "DELETING", "OWN_SECTION", "Code"]
+__all__ = ["BY_NAME", "CODES", "DELETING", "OWN_SECTION", "TIER", "Code"]

@@ -8,12 +8,13 @@ in checks/codes.py.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.checks import gating, imageauto, overlays
+from bot.checks import gating, imageauto, overlays, review
 from bot.config import Config
+from bot.flux.applied import FluxModel
 from bot.kustomize.repository import Builds
 from bot.layout.waves import WaveGraph
 from bot.model import Finding
@@ -82,4 +83,63 @@ def run_checks(ctx: PlanContext) -> list[Finding]:
     return [finding for check in CHECKS.values() for finding in check(ctx)]
 
 
-__all__ = ["CHECKS", "Check", "PlanContext", "run_checks"]
+# ---- review mode: the producers that need no layout ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReviewContext:
+    """What Flux applies at the head and, against a base, at the deployed revision."""
+
+    config: Config
+    head_model: FluxModel
+    head: Sequence[review.Unit]
+    head_gate: bool  # the AdditiveCELDependencyCheck feature gate is on at the head
+    base_model: FluxModel | None = None
+    base: Sequence[review.Unit] | None = None
+    base_gate: bool = False
+
+
+@dataclass(frozen=True)
+class Producer:
+    """One producer of findings: the codes it may emit, and whether a problem it finds at the base
+    too is left out (a problem already deployed is not the pull request's to fix)."""
+
+    codes: tuple[str, ...]
+    run: Callable[[ReviewContext], list[Finding]]
+    introduced_only: bool = False
+
+    def __call__(self, ctx: ReviewContext) -> list[Finding]:
+        found = self.run(ctx)
+        if not self.introduced_only or ctx.base is None or ctx.base_model is None:
+            return found
+        before = {_key(f) for f in self.run(ReviewContext(ctx.config, ctx.base_model, ctx.base, ctx.base_gate))}
+        return [f for f in found if _key(f) not in before]
+
+
+def _key(finding: Finding) -> tuple[str, str | None, str]:
+    return (finding.code, finding.resource, finding.message)
+
+
+def _deletions(ctx: ReviewContext) -> list[Finding]:
+    if ctx.base is None:  # without a deployed revision only the head's build failures are known
+        return review.build_failure_findings((), ctx.head)
+    return review.deletion_findings(ctx.base, ctx.head, ctx.config)
+
+
+REVIEW: dict[str, Producer] = {
+    "deletions": Producer(("resource-removed", "kustomization-renamed", "cross-kustomization-move", "build-failed"),
+                          _deletions),
+    "decryption": Producer(("sops-not-decrypted",), lambda ctx: review.sops_findings(ctx.head_model), True),
+    "depends-on": Producer(("depends-on-missing",), lambda ctx: review.depends_on_findings(ctx.head), True),
+    "gating": Producer(("depends-on-not-gating", "ready-expr-replaces-readiness"),
+                       lambda ctx: review.gating_findings(ctx.head, ctx.head_gate), True),
+}
+"""Review mode is these producers and the tier checks: the registry without the layout's checks."""
+
+
+def run_review(ctx: ReviewContext) -> list[Finding]:
+    """Every review producer's findings, in the registry's order."""
+    return [finding for producer in REVIEW.values() for finding in producer(ctx)]
+
+
+__all__ = ["CHECKS", "REVIEW", "Check", "PlanContext", "Producer", "ReviewContext", "run_checks", "run_review"]

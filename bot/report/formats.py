@@ -12,7 +12,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks.codes import OWN_SECTION
+from bot.checks.codes import OWN_SECTION, TIER
 from bot.checks.tiers import all_codes
 from bot.config import CONFIG_FILE
 from bot.errors import WaveBotError
@@ -36,7 +36,7 @@ GATING_TITLE = "Gating worth knowing about"
 
 
 TIERS_TITLE = "Tiers"
-TIER_CODES = frozenset(all_codes())
+TIER_CODES = frozenset(all_codes()) | TIER
 """The tier checks' findings: shown in a section of their own, the ones the change introduces first."""
 TIER_STYLE = "stroke:#d1242f,stroke-width:3px"
 
@@ -127,6 +127,11 @@ def plan_status(plan: Plan, applied: bool = False, commit: str | None = None) ->
         detail = "; ".join(p for p in (file_text, finding_text) if p)
         return Status("regenerated", "regenerated", detail, errors, warnings, changes, by)
     detail = f"{finding_text} to review" if finding_text else ""
+    if plan.mode.review:  # nothing is laid out: the change was reviewed
+        checked = plan.tier_report is not None and plan.tier_report.base is not None
+        quiet = ("nothing this change makes Flux delete" if checked else
+                 "no deployed revision given (--base), so deletions are not checked")
+        return Status("up-to-date", "reviewed", detail or quiet, errors, warnings, changes)
     if not plan.graph.nodes:
         detail = f"no ServiceDefinition in {plan.config.catalog_dir}/"
     return Status("up-to-date", "up to date", detail, errors, warnings, changes)
@@ -176,7 +181,7 @@ def _text_group(group: Group, width: int, fixes: bool) -> list[str]:
 def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: bool = True) -> str:
     """The terminal and pre-commit report: status, waves, changes, then every finding with its fix."""
     lines = [f"wave-bot: {plan_status(plan, applied).text()}", ""]
-    note = catalog_note(plan)
+    note = review_note(plan, applied) if plan.mode.review else catalog_note(plan)
     if note:
         lines += [*_wrap(note, width, "", ""), ""]
     lines += _text_table(plan, width)
@@ -199,6 +204,8 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
         for change in plan.changes:
             arrow = f"{change.source} -> {change.path}" if change.source else change.path
             lines.append(f"  {change.action:<7} {arrow}")
+    elif plan.mode.review:
+        pass  # the review note says it writes nothing
     elif held:
         lines.append(f"No file to move, create, update or delete now: {held} move(s) wait until their "
                      "objects are protected (move-held below).")
@@ -248,6 +255,8 @@ def catalog_note(plan: Plan) -> str | None:
     """What a report says first when the catalog places nothing: that it is empty, or which services
     it read and that none has app files yet. Without it, an empty table (or a list of unplaced files)
     reads as if wave-bot had not found the catalog at all."""
+    if plan.mode.review:
+        return review_note(plan)
     if not plan.graph.nodes:
         return _empty_catalog(plan)
     if any(f.node is not None for f in plan.files):
@@ -263,6 +272,14 @@ def catalog_note(plan: Plan) -> str | None:
     return (f"Read {read} ({names}); none has app files in {plan.config.apps_dir}/ yet, so no wave has anything "
             f"in it. An app file belongs to a service by its name ({example}), a directory by its very name "
             f"({first}/)")
+
+
+def review_note(plan: Plan, applied: bool = False) -> str:
+    """What a report in review mode says first: which mode ran, why, and that it writes nothing."""
+    wrote = "`apply` wrote nothing: " if applied else ""
+    return (f"Review mode ({plan.mode.reason}). {wrote}Review mode writes no file: it reports what this change "
+            "makes Flux delete, then the problems of the Flux Kustomizations (dependsOn, paths, substitution, "
+            "decryption, CRDs)")
 
 
 def _empty_catalog(plan: Plan) -> str:
@@ -490,7 +507,7 @@ def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = No
     head = ["### 🌊 flux-wave-bot", "", status(plan, context)]
     if context.note:
         head += ["", context.note]
-    note = catalog_note(plan)
+    note = review_note(plan, context.applied) if plan.mode.review else catalog_note(plan)
     if note:
         head += ["", escape(note)]
     records = group_findings(_reported(plan))

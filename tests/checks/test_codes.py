@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bot.checks.codes import BY_NAME, CODES, DELETING, OWN_SECTION
+from bot.checks.codes import BY_NAME, CODES, DELETING, OWN_SECTION, TIER
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TABLE_HEAD = "| code | severity | what it means |"
@@ -46,6 +46,8 @@ def test_every_code_the_bot_emits_is_declared() -> None:
 
 
 def test_the_special_lists_are_derived_from_the_declarations() -> None:
-    deleting = ["copy-removed", "cross-kustomization-move", "later-wave-move", "resource-dropped", "resource-removed"]
+    deleting = ["copy-removed", "cross-kustomization-move", "kustomization-renamed", "later-wave-move",
+                "resource-dropped", "resource-removed"]
     assert sorted(DELETING) == deleting
     assert sorted(OWN_SECTION) == ["chain-gating", "not-onboarded"]
+    assert sorted(TIER) == ["depends-on-not-gating", "ready-expr-replaces-readiness", "sops-not-decrypted"]

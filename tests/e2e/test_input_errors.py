@@ -181,7 +181,10 @@ def test_input_error_is_clear_exits_2_and_changes_nothing(
     assert snapshot(repo) == before
 
 
-def test_missing_catalog_directory_says_where_to_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_catalog_directory_in_waves_mode_says_where_to_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".wave-bot.yaml").write_text("mode: waves\n")
     assert main(["plan", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "no catalog directory 'catalog'" in err

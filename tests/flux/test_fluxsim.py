@@ -146,6 +146,33 @@ def test_the_model_runs_a_nested_kustomizations_finalizer_only_when_it_collects(
     assert simulate(world(True, "b"), world(True, "a")).deleted == set()  # adopted by the earlier wave
 
 
+def test_the_model_gives_a_nested_kustomization_the_deletion_policy_its_parents_patches_set() -> None:
+    data = Rid("", "PersistentVolumeClaim", "default", "data")
+    every = ("  patches:\n    - patch: |-\n        apiVersion: kustomize.toolkit.fluxcd.io/v1\n"
+             "        kind: Kustomization\n        metadata:\n          name: _\n        spec:\n"
+             "          deletionPolicy: WaitForTermination\n      target:\n"
+             "        group: kustomize.toolkit.fluxcd.io\n        kind: Kustomization\n")
+    orphan_child = ("    - patch: |-\n        apiVersion: kustomize.toolkit.fluxcd.io/v1\n"
+                    "        kind: Kustomization\n        metadata:\n          name: child\n        spec:\n"
+                    "          deletionPolicy: Orphan\n      target:\n"
+                    "        group: kustomize.toolkit.fluxcd.io\n        kind: Kustomization\n        name: child\n")
+
+    def world(child: bool, patches: str, own: str = "") -> dict[str, bytes]:
+        files = {"clusters/base/kustomization.yaml": b"resources: [apps.yaml]\n",
+                 "clusters/base/apps.yaml": flux_k("apps", "kubernetes/apps", extra=patches),
+                 "kubernetes/apps/.keep.yaml": b"",
+                 "kubernetes/child/pvc.yaml": cm("data", kind="PersistentVolumeClaim")}
+        if child:
+            files["kubernetes/apps/child.yaml"] = flux_k("child", "kubernetes/child", extra=own)
+        return files
+
+    # The child's own Orphan is overridden by the parent's patch: its finalizer deletes the claim.
+    assert data in simulate(world(True, every, "  deletionPolicy: Orphan\n"), world(False, every)).deleted
+    # A later patch of the parent naming the child wins over the one for every child.
+    assert simulate(world(True, every + orphan_child), world(False, every + orphan_child)).deleted == {
+        Rid("kustomize.toolkit.fluxcd.io", "Kustomization", "flux-system", "child")}
+
+
 def test_the_model_uninstalls_a_deleted_helmrelease_with_what_its_chart_rendered() -> None:
     release = Rid("helm.toolkit.fluxcd.io", "HelmRelease", "default", "app")
     claim = Rid("", "PersistentVolumeClaim", "default", "app-data")

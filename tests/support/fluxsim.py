@@ -35,6 +35,12 @@ Written from Flux's documented behaviour, not from `bot/checks/deletes.py`, so t
     simulated repositories changes what a nested Kustomization builds between the two.
   - Deleting a nested Kustomization (pruned, by a finalizer, with its namespace) runs its finalizer
     with its live spec, by the same rules as above, so its own nested owners go too.
+  - A nested Kustomization new to the cluster (a rename, a namespace change) reconciles on its own
+    schedule: before or after the Kustomization that applied it prunes (and so before or after the
+    finalizer of the one it replaces runs). Both are explored.
+  - A Kustomization's own `spec.patches` patch the objects of its build, so a patch targeting
+    `kind: Kustomization` (all of them, or one by `name`) sets the nested Kustomizations' `prune` and
+    `deletionPolicy`, later patches over earlier ones: what the child's own file says is overridden.
   - A HelmRelease owns what its chart renders. The simulation has one chart (`render`): a
     Deployment named after the release, and a PersistentVolumeClaim `<name>-data` when
     `values.persistence.enabled` is true without `existingClaim` (what most charts do; this chart
@@ -87,6 +93,9 @@ class Spec:
     prune: bool
     deletion_policy: str
     depends_on: tuple[str, ...]
+    child_patches: tuple[tuple[str | None, tuple[tuple[str, Any], ...]], ...] = ()
+    """Its spec.patches that target Flux Kustomizations: (the target's name or None for all, the
+    `prune` / `deletionPolicy` values the patch sets), in order."""
 
     @property
     def finalizer_prunes(self) -> bool:
@@ -147,13 +156,42 @@ def _manifests(data: bytes) -> list[Manifest]:
 
 
 def _spec(name: str, spec: Mapping[str, Any]) -> Spec:
+    patches = []
+    for entry in spec.get("patches") or []:
+        target = entry.get("target") or {}
+        if target.get("kind") != "Kustomization" or target.get("group", FLUX_GROUP) != FLUX_GROUP:
+            continue
+        body = (_yaml.load(entry["patch"]) or {}).get("spec") or {}
+        fields = tuple((k, body[k]) for k in ("prune", "deletionPolicy") if k in body)
+        if fields:
+            patches.append((target.get("name"), fields))
     return Spec(
         name=name,
         path=str(spec.get("path", "")).removeprefix("./") or ".",
         prune=spec.get("prune") is True,
         deletion_policy=str(spec.get("deletionPolicy") or ""),
         depends_on=tuple(str(d.get("name")) for d in spec.get("dependsOn") or []),
+        child_patches=tuple(patches),
     )
+
+
+def patched(manifests: list[Manifest] | None, spec: Spec) -> list[Manifest] | None:
+    """`manifests` (a build of `spec`'s path) with `spec`'s patches applied to the nested Kustomizations."""
+    if manifests is None or not spec.child_patches:
+        return manifests
+    out = []
+    for m in manifests:
+        child = m.child
+        if child is not None:
+            for name, fields in spec.child_patches:
+                if name is None or name == child.name:
+                    values = dict(fields)
+                    child = dataclasses.replace(
+                        child, prune=values.get("prune", child.prune) is True,
+                        deletion_policy=str(values.get("deletionPolicy", child.deletion_policy) or ""))
+            m = dataclasses.replace(m, child=child)
+        out.append(m)
+    return out
 
 
 def render(release: Rid, spec: Mapping[str, Any]) -> tuple[Manifest, ...]:
@@ -343,7 +381,7 @@ def _orders(actors: list[str], after: Mapping[str, set[str]]) -> Iterator[list[s
 def simulate(base: Files, head: Files) -> Outcome:
     """Every object deleted in some history of Flux reconciling `head` over a cluster at `base`."""
     base_ks, head_ks = kustomizations(base), kustomizations(head)
-    base_builds = {name: build(base, spec.path) or [] for name, spec in base_ks.items()}
+    base_builds = {name: patched(build(base, spec.path), spec) or [] for name, spec in base_ks.items()}
     for owner, m in list(_nested(base, [m for ms in base_builds.values() for m in ms])):
         base_builds.setdefault(owner, []).append(m)
     # Who may own each object at base: every Kustomization defining it (the last applier wins).
@@ -383,12 +421,12 @@ def simulate(base: Files, head: Files) -> Outcome:
     for owners in itertools.product(*owner_choices):
         for specs, (actors, order_after, extra) in itertools.product(itertools.product(*spec_choices), variants):
             chosen = {**dict(specs), **{n: base_ks[n] for n in extra}}
-            for order in _orders(actors, order_after):
+            for order, late_new in itertools.product(_orders(actors, order_after), (False, True)):
                 outcome.histories += 1
                 if outcome.histories > MAX_HISTORIES:
                     raise AssertionError("too many histories to explore; make the case smaller")
                 _history(base, head, base_ks, base_builds, definers, dict(((r, (n, m)) for r, n, m in owners)),
-                         chosen, order, outcome)
+                         chosen, order, outcome, late_new)
     return outcome
 
 
@@ -396,7 +434,7 @@ def _nested(files: Files, manifests: list[Manifest], seen: tuple[str, ...] = ())
     """(owner, object) for everything the nested owners among `manifests` apply, recursively."""
     for m in manifests:
         if m.child is not None and m.child.name not in seen:
-            found = build(files, m.child.path) or []
+            found = patched(build(files, m.child.path), m.child) or []
             yield from ((m.child.name, c) for c in found)
             yield from _nested(files, found, (*seen, m.child.name))
         yield from ((helm_owner(m.rid), r) for r in m.chart)
@@ -405,7 +443,7 @@ def _nested(files: Files, manifests: list[Manifest], seen: tuple[str, ...] = ())
 def _history(
     base: Files, head: Files, base_ks: Mapping[str, Spec], base_builds: Mapping[str, list[Manifest]],
     definers: Mapping[Rid, list[tuple[str, Manifest]]], owners: Mapping[Rid, tuple[str, Manifest]],
-    specs: Mapping[str, Spec], order: list[str], outcome: Outcome,
+    specs: Mapping[str, Spec], order: list[str], outcome: Outcome, late_new: bool = False,
 ) -> None:
     live: dict[Rid, Live] = {}
     for rid, found in definers.items():
@@ -438,13 +476,20 @@ def _history(
             if obj is not None and obj.owner == name and not obj.prune_disabled:
                 delete(rid, name, how, owner)
 
-    def apply(m: Manifest, owner: str, depth: int = 0) -> None:
-        live[m.rid] = Live(owner, m.prune_disabled)
-        if m.rid in deleted:
-            deleted[m.rid] = dataclasses.replace(deleted[m.rid], recreated=True)
+    deferred: list[tuple[Manifest, int]] = []
+
+    def apply(m: Manifest, owner: str, depth: int = 0, late: bool = False) -> None:
+        if not late:
+            live[m.rid] = Live(owner, m.prune_disabled)
+            if m.rid in deleted:
+                deleted[m.rid] = dataclasses.replace(deleted[m.rid], recreated=True)
+        if m.child is not None and depth < 8 and late_new and not late and m.child.name not in inventory:
+            nested_specs[m.rid] = m.child
+            deferred.append((m, depth))  # new to the cluster: reconciles after its applier prunes
+            return
         if m.child is not None and depth < 8:  # a nested Kustomization reconciles in the same step
             nested_specs[m.rid] = m.child
-            found = build(head, m.child.path)
+            found = patched(build(head, m.child.path), m.child)
             if found is not None:
                 for c in found:
                     apply(c, m.child.name, depth + 1)
@@ -465,7 +510,7 @@ def _history(
                 collect(name, inventory.get(name, set()), "finalizer")
             continue
         spec = specs[actor]
-        found = build(head, spec.path)
+        found = patched(build(head, spec.path), spec)
         if found is None or set(spec.depends_on) & failed:
             failed.add(actor)  # not Ready: applies nothing, prunes nothing, blocks its dependents
             continue
@@ -476,5 +521,8 @@ def _history(
         if spec.prune:
             collect(actor, inventory.get(actor, set()) - now, "pruned")
         inventory[actor] = now
+        while deferred:
+            m, depth = deferred.pop(0)
+            apply(m, actor, depth, late=True)
     for rid, d in deleted.items():
         outcome.deletions.setdefault(rid, set()).add(d)
