@@ -27,7 +27,7 @@ from bot.flux.inventory import FluxKustomization, Inventory, OwnedResource, sour
 from bot.flux.vocabulary import PRUNE_DISABLED, PRUNE_KEY
 from bot.layout import units as unitfs
 from bot.layout.placement import AppFile
-from bot.model import Change, Finding
+from bot.model import Change, Finding, FindingObject
 from bot.repo.tree import Tree
 from bot.yamlio import documents as yamlio
 from bot.yamlio import edit as yamledit
@@ -256,6 +256,8 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
         line=c.legacy.line,
         resource=str(c.legacy.id),
         fix=annotate or None,
+        # Removing it before the release is deployed would delete these: the objects at risk.
+        objects=tuple(FindingObject.of(o.id, True) for o in stateful),
     )
 
 
@@ -286,6 +288,7 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
         line=c.legacy.line,
         resource=str(c.legacy.id),
         fix=verify,
+        objects=tuple(FindingObject.of(o.id) for o in stateful),  # the ones to verify: adopted, not deleted
     )
 
 
