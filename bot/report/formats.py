@@ -19,7 +19,7 @@ from bot.errors import WaveBotError
 from bot.model import Finding
 from bot.plan import Plan
 from bot.report.groups import Group, group_findings, single
-from bot.report.headline import headline, objects_of, split_step
+from bot.report.headline import headline, objects_of, quoted, split_step, why
 from bot.report.markup import code, escape, fence, inline
 from bot.side import Side, Slot, number, order
 
@@ -173,18 +173,31 @@ def _text_fix(fix: str, indent: str) -> list[str]:
 OBJECTS_SHOWN = 20  # objects listed under one finding; the rest are counted
 
 
+def _headline(group: Group) -> str:
+    """A group's headline: from its findings' code and objects, else from the words they share."""
+    return headline(group.findings, None if group.by == "finding" else group.lead)
+
+
 def _why_and_step(group: Group) -> tuple[list[tuple[str, str]], str]:
-    """The group's why as (label, text) rows (label "" for prose) and its step, lifted out of the
-    shared closing (or of the one message)."""
+    """The group's why as (label, text) rows (label "" for prose) and its step (the objects and the
+    file it names in code format), lifted out of the shared closing (or of the one message)."""
+    rows, step = _why_and_raw_step(group)
+    return rows, quoted(step, objects_of(group.findings), group.findings[0].path)
+
+
+def _why_and_raw_step(group: Group) -> tuple[list[tuple[str, str]], str]:
     if group.by == "finding":
-        why, step = split_step(group.lead)
-        return [("", why)], step
+        rest, step = split_step(why(group.findings[0]))
+        return [("", rest)], step
     tail, step = split_step(group.tail) if group.tail else ("", "")
     if group.by == "wave":
         head_why, head_step = split_step(group.lead)
         rows = [("", head_why), *((i.finding.code, i.finding.message) for i in group.items)]
         return rows, step or head_step
-    rows = [("", group.lead), *((i.label, i.text) for i in group.items if i.text), *([("", tail)] if tail else [])]
+    lead = group.lead
+    if not step and not any(i.text for i in group.items):  # one message for all: its step is in the lead
+        lead, step = split_step(lead.rstrip(":"))
+    rows = [("", lead), *((i.label, i.text) for i in group.items if i.text), *([("", tail)] if tail else [])]
     return rows, step
 
 
@@ -193,7 +206,7 @@ def _text_group(group: Group, width: int, fixes: bool) -> list[str]:
     where = {"file": f" ({group.key})", "overlay": f" ({group.key})", "wave": f" (wave {group.key})"}.get(group.by, "")
     where = f" ({group.location})" if group.location else where
     indent = " " * 10
-    out = _wrap(f"{group.code}{where}: {headline(group.findings)}", width, f"  {group.severity:<7} ", indent)
+    out = _wrap(f"{group.code}{where}: {_headline(group)}", width, f"  {group.severity:<7} ", indent)
     objects = objects_of(group.findings)
     if len(objects) > 1 or any(o.loses_data for o in objects):
         for o in objects[:OBJECTS_SHOWN]:
@@ -356,7 +369,7 @@ def to_json(plan: Plan, applied: bool = False) -> str:
 
 def _group_json(group: Group, index: dict[Finding, int]) -> dict[str, Any]:
     """A group as JSON, with its headline and every object its findings are about."""
-    out = {"headline": headline(group.findings), **group.to_json(index)}
+    out = {"headline": _headline(group), **group.to_json(index)}
     objects = objects_of(group.findings)
     if objects:
         out["objects"] = [o.to_json() for o in objects]
@@ -411,7 +424,7 @@ def _md_group(group: Group) -> list[str]:
     else:
         where = f" in {code(group.location)}" if group.location else ""
     out = [f"- {SEVERITY_ICON[group.severity]} **{group.severity}** {code(group.code)}{where}: "
-           f"{inline(headline(group.findings))}"]
+           f"{inline(_headline(group))}"]
     objects = objects_of(group.findings)
     if len(objects) > 1 or any(o.loses_data for o in objects):
         out += [f"  - {LOSES_DATA + ' ' if o.loses_data else ''}{code(str(o))}{' (data loss)' if o.loses_data else ''}"
@@ -429,10 +442,10 @@ def _md_group(group: Group) -> list[str]:
         out += ["", f"  **{'Next' if group.severity == 'info' else 'Safe step'}:** {inline(step)}"]
     if group.fix:
         out += _md_fix(group.fix, "  ", group.severity)
-    why = [(label, text) for label, text in rows if text]
-    if why:
+    reasons = [(label, text) for label, text in rows if text]
+    if reasons:
         out += ["", "  <details><summary>Why</summary>"]
-        for label, text in why:  # prose a paragraph, an object's own part an item of a list
+        for label, text in reasons:  # prose a paragraph, an object's own part an item of a list
             out += ["", f"  - {code(label)}: {inline(text)}"] if label else ["", f"  {inline(text)}"]
         out += ["", "  </details>"]
     return out

@@ -43,23 +43,39 @@ def _named(objects: Sequence[FindingObject]) -> str:
     return f"{first} and {len(objects) - 1} more objects"
 
 
-def headline(findings: Sequence[Finding]) -> str:
-    """The headline of one finding, or of a group of findings about the same thing (the first leads)."""
+def headline(findings: Sequence[Finding], lead: str | None = None) -> str:
+    """The headline of one finding, or of a group of findings about the same thing (the first leads;
+    `lead`, the words the group's messages share, stands for the message when given)."""
     head = findings[0]
     objects = objects_of(findings)
-    template = HEADLINES.get(head.code)
-    acts = head.severity != "info" or any(o.loses_data for o in objects)
-    if template is not None and objects and acts:
-        text = template.format(objects=_named(objects), them="it" if len(objects) == 1 else "them",
+    if _templated(findings):
+        text = HEADLINES[head.code].format(objects=_named(objects), them="it" if len(objects) == 1 else "them",
                                path=f"`{head.path}`" if head.path else "the file",
                                wave=head.wave if head.wave is not None else "?")
         return _capital(text)
-    return _capital(_quoted(_short(head), objects, head.path))
+    return _capital(quoted(_short(head, lead), objects, head.path))
 
 
-def _short(f: Finding) -> str:
+def _templated(findings: Sequence[Finding]) -> bool:
+    head = findings[0]
+    objects = objects_of(findings)
+    return head.code in HEADLINES and bool(objects) and (
+        head.severity != "info" or any(o.loses_data for o in objects))
+
+
+def why(f: Finding) -> str:
+    """The message as the why under the headline: without its first sentence when that sentence is
+    the headline already (said once)."""
+    text = " ".join(f.message.split())
+    first, *rest = _SENTENCE_END.split(text, maxsplit=1)
+    if not _templated([f]) and rest and words(first.rstrip(".")) <= HEADLINE_WORDS:
+        return rest[0]
+    return text
+
+
+def _short(f: Finding, lead: str | None = None) -> str:
     """The message's first sentence, or its first clause, when short enough; else the code's meaning."""
-    sentence = _SENTENCE_END.split(" ".join(f.message.split()), maxsplit=1)[0].rstrip(".")
+    sentence = _SENTENCE_END.split(" ".join((lead or f.message).split()), maxsplit=1)[0].rstrip(".:")
     if words(sentence) <= HEADLINE_WORDS:
         return sentence
     clause = _CLAUSE_END.split(sentence, maxsplit=1)[0].rstrip(":;")
@@ -73,7 +89,7 @@ def _clip(text: str) -> str:
     return " ".join(text.split()[:HEADLINE_WORDS]) + " …"
 
 
-def _quoted(text: str, objects: Sequence[FindingObject], path: str | None) -> str:
+def quoted(text: str, objects: Sequence[FindingObject], path: str | None) -> str:
     """`text` with the objects and the file it names in code format (where not quoted already)."""
     names = sorted({str(o) for o in objects} | ({path} if path else set()), key=len, reverse=True)
     for name in names:
@@ -99,4 +115,4 @@ def split_step(message: str) -> tuple[str, str]:
     return text, ""
 
 
-__all__ = ["HEADLINE_WORDS", "headline", "objects_of", "split_step", "words"]
+__all__ = ["HEADLINE_WORDS", "headline", "objects_of", "quoted", "split_step", "why", "words"]
