@@ -132,8 +132,7 @@ HEADLINES: dict[str, str] = {
     "kustomization-renamed": "The renamed Flux Kustomization's finalizer deletes {objects}; the new one recreates "
                              "{them}",
     "move-held": "wave-bot holds the move of {path}: moving it now deletes {objects}",
-    "cutover-step-1": "Splitting the app tier now would delete {objects}: this step only releases the old "
-                      "Kustomization",
+    "cutover-step-1": "Splitting the app tier now would delete {objects}: this step only releases it first",
 }
 
 BY_NAME: dict[str, Code] = {c.name: c for c in CODES}
