@@ -382,7 +382,9 @@ def cascade_finding(finding: Finding, cascade: Cascade) -> Finding:
     elif not cascade.collects and severity == "warning":
         severity = "info"  # the Kustomization object is recreated and adopts what it left alive
     # What goes with the owner is at risk too: the finding lists it, the objects whose data is lost first.
-    owner_loses = bool(cascade.stateful)  # a release whose values show a claim, or an owner of stateful objects
+    # The data is lost with the stateful objects it names; with the owner itself when none is named (a
+    # release whose values show a claim the chart renders).
+    owner_loses = bool(cascade.stateful) and not cascade.lost
     objects = at_risk([*finding.objects, FindingObject.of(owner, owner_loses),
                        *(FindingObject.of(rid, rid in cascade.lost) for rid in cascade.deletes)])
     return dataclasses.replace(finding, severity=severity, message=message, fix=fix, objects=objects)
