@@ -359,8 +359,8 @@ def test_apply_against_the_base_holds_a_pruning_child_and_protects_the_child_its
     # It names the claim the child's finalizer would delete: in its message, and first among its objects
     # (the child itself holds no data).
     assert f"`{PIHOLE_PVC}`)." in held["message"].split("data loss for ", 1)[1]
-    assert {"kind": "PersistentVolumeClaim", "group": "", "namespace": "pihole", "name": "pihole-data",
-            "loses_data": True} == held["objects"][0]
+    assert held["objects"][0] == {"kind": "PersistentVolumeClaim", "group": "", "namespace": "pihole",
+                                  "name": "pihole-data", "loses_data": True}
     assert PIHOLE_PVC in held["headline"]
     assert not (repo / "apps/wave-1/pihole.yaml").exists()
     unit = (repo / "apps/wave-0/pihole.yaml").read_text()

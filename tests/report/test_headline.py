@@ -37,8 +37,8 @@ def test_a_group_s_headline_counts_what_it_does_not_name() -> None:
 
 def test_an_object_named_twice_is_listed_once_losing_data_if_either_says_so() -> None:
     plain = FindingObject.of(ResourceId("", "PersistentVolumeClaim", "media", "plex-data"))
-    assert objects_of([Finding("x", "info", "m", objects=(SERVICE, plain)), Finding("x", "info", "m", objects=(PVC,))]) \
-        == (PVC, SERVICE)
+    findings = [Finding("x", "info", "m", objects=(SERVICE, plain)), Finding("x", "info", "m", objects=(PVC,))]
+    assert objects_of(findings) == (PVC, SERVICE)
 
 
 def test_a_safe_move_is_said_from_its_message_not_as_a_deletion() -> None:
