@@ -224,6 +224,9 @@ def _text_group(group: Group, width: int, fixes: bool) -> list[str]:
         out += _wrap(step, width, indent + "next: ", indent + "  ")
     if fixes and group.fix:
         out += _text_fix(group.fix, indent)
+    for item in group.items if fixes and group.by != "wave" else ():
+        if item.fix:  # no one fix clears them all: each member's under its name
+            out += [f"{indent}- {item.label}:", *_text_fix(item.fix, indent + "  ")]
     for label, text in rows:
         if text:
             out += _wrap(f"{label}: {text}" if label else text, width, indent + "why: " if not label else indent + "- ",
@@ -442,6 +445,12 @@ def _md_group(group: Group) -> list[str]:
         out += ["", f"  **{'Next' if group.severity == 'info' else 'Safe step'}:** {inline(step)}"]
     if group.fix:
         out += _md_fix(group.fix, "  ", group.severity)
+    own = [item for item in group.items if item.fix] if group.by != "wave" else []
+    if own:  # no one fix clears them all: each member's under its name
+        out.append("")
+    for item in own:
+        out.append(f"  - {SEVERITY_ICON[item.finding.severity]} {code(item.label)}")
+        out += _md_fix(item.fix or "", "    ", item.finding.severity)
     reasons = [(label, text) for label, text in rows if text]
     if reasons:
         out += ["", "  <details><summary>Why</summary>"]
