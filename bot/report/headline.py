@@ -19,7 +19,8 @@ HEADLINE_WORDS = 20
 """A headline drawn from a message is at most this many words; past it the code's meaning serves."""
 _SHORTEST_CLAUSE = 5  # a clause shorter than this ("cutover step 1 of 2") says too little alone
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")
-_CLAUSE_END = re.compile(r"(?<=[:;])\s+")
+# A clause ends at `: ` or `; `, but not inside `key: value` (`has wait: false and ...`).
+_CLAUSE_END = re.compile(r"(?<=[:;])\s+(?!(?:true|false|null|disabled|Orphan|Delete|\d)\b)")
 # Where a message starts saying what to do: the step, lifted out of the why.
 _STEP_OPENERS = ("Safe procedure:", "Next:", "To go on:", "Or keep what it owns", "If the data must survive",
                  "Keep exactly one", "Keep the Namespace", "Put it back", "Delete it by hand")
@@ -98,7 +99,9 @@ def quoted(text: str, objects: Sequence[FindingObject], path: str | None) -> str
 
 
 def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:] if text[:1].islower() and not text.startswith("wave-bot") else text
+    """A sentence's capital, unless it opens with a name (`apps-wave-1`, `network/tunnel`, `wave-bot`)."""
+    first = text.split(" ", 1)[0]
+    return text[:1].upper() + text[1:] if first.isalpha() and first.islower() else text
 
 
 def split_step(message: str) -> tuple[str, str]:
