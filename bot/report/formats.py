@@ -417,10 +417,12 @@ def _md_fix(fix: str, indent: str, severity: str) -> list[str]:
 LOSES_DATA = "💾"
 
 
-def _md_group(group: Group) -> list[str]:
+def _md_group(group: Group, where: str | None = None) -> list[str]:
     """One finding (or group) in a glance: the headline, the objects at risk (data loss first), the
     step and the fix; the why collapsed."""
-    if group.by == "wave":
+    if where is not None:  # the caller says where
+        pass
+    elif group.by == "wave":
         where = f" for wave {group.key}"
     elif group.by in ("file", "overlay"):
         where = f" in {code(group.key)}"
@@ -621,7 +623,8 @@ def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = No
     if gating:
         gate = [f"#### {GATING_TITLE}", "", "<details><summary>Units that wait for others they do not need "
                 f"({len(gating)} wave {'boundary' if len(gating) == 1 else 'boundaries'})</summary>", ""]
-        gate += [line for f in gating for line in _md_group(single(f))]
+        for f in gating:  # one line per boundary: which one it is, the code's meaning as its headline
+            gate += _md_group(single(f), f" at wave {f.wave}" if f.wave is not None else "")
         sections.append(("the gating notes", [*gate, "", "</details>", ""]))
     pending = [f"{code(n)} (wave {plan.graph.nodes[n].wave})" for n in plan.not_onboarded()]
     if pending:
