@@ -58,7 +58,7 @@ def _width() -> int:
 def _print(plan: Plan, args: argparse.Namespace, applied: bool = False) -> None:
     from bot.report.formats import render
 
-    sys.stdout.write(render(plan, args.format, applied, width=_width(), fixes=not args.no_fixes))
+    sys.stdout.write(render(plan, args.format, applied, width=_width(), fixes=not args.no_fixes, gating=args.gating))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -204,6 +204,9 @@ def _parser() -> argparse.ArgumentParser:
                          help="also add missing base entries and SOPS decryption patches for the waves")
         sub.add_argument("--no-fixes", action="store_true",
                          help="text output: list the findings without the fix under each")
+        sub.add_argument("--gating", action="store_true",
+                         help="show the chain-gating advice for every wave boundary, not only the boundaries whose "
+                              "membership this change touches")
         sub.set_defaults(func=func)
     accept_help = "accept that Flux deletes the named objects: add them to .wave-bot-accept.yaml (and stage it)"
     accept = commands.add_parser("accept", help=accept_help, description=accept_help + ". Review the entry and "

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 # Every plan any test makes is checked for findings that contradict each other (tests/support/contradictions.py).
-pytest_plugins = ["support.contradictions"]
+pytest_plugins = ["support.contradictions", "support.glance"]
 
 PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLE = PROJECT / "examples" / "homelab"

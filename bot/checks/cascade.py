@@ -46,7 +46,7 @@ from bot.kustomize.build import build
 from bot.kustomize.files import Additions, find_kustomization
 from bot.kustomize.spec import CLUSTER_SCOPED, KUSTOMIZATION_FILES
 from bot.layout import units
-from bot.model import Change, Finding
+from bot.model import Change, Finding, FindingObject, at_risk
 from bot.naming import is_yaml_name
 from bot.repo.tree import PlannedTree, Tree
 from bot.resid import ResourceId
@@ -381,7 +381,13 @@ def cascade_finding(finding: Finding, cascade: Cascade) -> Finding:
         severity = "error"
     elif not cascade.collects and severity == "warning":
         severity = "info"  # the Kustomization object is recreated and adopts what it left alive
-    return dataclasses.replace(finding, severity=severity, message=message, fix=fix)
+    # What goes with the owner is at risk too: the finding lists it, the objects whose data is lost first.
+    # The data is lost with the stateful objects it names; with the owner itself when none is named (a
+    # release whose values show a claim the chart renders).
+    owner_loses = bool(cascade.stateful) and not cascade.lost
+    objects = at_risk([*finding.objects, FindingObject.of(owner, owner_loses),
+                       *(FindingObject.of(rid, rid in cascade.lost) for rid in cascade.deletes)])
+    return dataclasses.replace(finding, severity=severity, message=message, fix=fix, objects=objects)
 
 
 def _listed(cascade: Cascade) -> str:

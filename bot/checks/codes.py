@@ -114,9 +114,30 @@ CODES: tuple[Code, ...] = (
     Code("base-is-work-tree", "info", "no `--base`: the work tree is taken as deployed to judge the moves"),
 )
 
+# The headline of a finding that deletes (or holds, or loses) objects, when it is an error or a
+# warning: what the change does to which objects, under 20 words. `{objects}` is the first object at
+# risk in code format (data loss first) and how many more; `{them}` it or them; `{path}` and `{wave}`
+# the finding's. Every other finding's headline is its message's first sentence or clause when that
+# is short, else the code's `meaning` (bot/report/headline.py).
+HEADLINES: dict[str, str] = {
+    "later-wave-move": "Moving to wave {wave} deletes {objects} before the new wave recreates {them}",
+    "cross-kustomization-move": "Changing Flux Kustomization deletes {objects} before the new one applies {them}",
+    "copy-removed": "Dropping one copy lets its Flux Kustomization delete {objects}",
+    "duplicate-resource": "{objects} is defined more than once: whichever Flux Kustomization stops applying it "
+                          "deletes it",
+    "resource-dropped": "{objects} is in no wave any more, though its file stays",
+    "resource-removed": "Flux deletes {objects}: this change removes {them}",
+    "namespace-deleted": "Deleting its Namespace deletes {objects}",
+    "kustomization-removed": "Removing Flux Kustomization {objects} makes its finalizer delete everything it owns",
+    "kustomization-renamed": "The renamed Flux Kustomization's finalizer deletes {objects}; the new one recreates "
+                             "{them}",
+    "move-held": "wave-bot holds the move of {path}: moving it now deletes {objects}",
+    "cutover-step-1": "Splitting the app tier now would delete {objects}: this step only releases it first",
+}
+
 BY_NAME: dict[str, Code] = {c.name: c for c in CODES}
 DELETING = frozenset(c.name for c in CODES if c.deletes)
 OWN_SECTION = frozenset(c.name for c in CODES if c.own_section)
 TIER = frozenset(c.name for c in CODES if c.tier)
 
-__all__ = ["BY_NAME", "CODES", "DELETING", "OWN_SECTION", "TIER", "Code"]
+__all__ = ["BY_NAME", "CODES", "DELETING", "HEADLINES", "OWN_SECTION", "TIER", "Code"]

@@ -30,7 +30,7 @@ from bot.kustomize.repository import read_kustomizations
 from bot.layout import render
 from bot.layout import units as unitfs
 from bot.layout.placement import AppFile
-from bot.model import Change, Finding
+from bot.model import Change, Finding, FindingObject
 from bot.repo.tree import Tree
 from bot.resid import ResourceId
 from bot.yamlio import documents as yamlio
@@ -424,6 +424,8 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
         line=c.legacy.line,
         resource=str(c.legacy.id),
         fix=annotate or None,
+        # Removing it before the release is deployed would delete these: the objects at risk.
+        objects=tuple(FindingObject.of(o.id, True) for o in stateful),
     )
 
 
@@ -459,6 +461,7 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
         line=c.legacy.line,
         resource=str(c.legacy.id),
         fix=verify,
+        objects=tuple(FindingObject.of(o.id) for o in stateful),  # the ones to verify: adopted, not deleted
     )
 
 

@@ -32,7 +32,7 @@ from bot.flux.inventory import FluxKustomization, Inventory, Resource, ResourceI
 from bot.flux.ownership import Copy, Ownership, may_prune, ownership
 from bot.flux.stateful import _loss, is_stateful
 from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
-from bot.model import Finding
+from bot.model import Finding, FindingObject
 from bot.side import Slot, number, ready_before
 
 PRUNE_SNIPPET = f"metadata:\n  annotations:\n    {PRUNE_KEY}: {PRUNE_DISABLED}\n"
@@ -115,7 +115,7 @@ def duplicate_findings(now: Inventory) -> list[Finding]:
             path=found[1].path,
             line=found[1].line,
             wave=found[1].wave,
-            resource=str(rid),
+            resource=str(rid), objects=(FindingObject.of(rid),),
         ))
     return findings
 
@@ -166,7 +166,7 @@ def _earlier(rid: ResourceId, old: Resource, new: Resource, config: Config) -> F
         path=new.path,
         line=new.line,
         wave=new.wave,
-        resource=str(rid),
+        resource=str(rid), objects=(FindingObject.of(rid),),
     )
 
 
@@ -188,7 +188,7 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
             message=f"{moves}; it carried `{PRUNE_KEY}: {PRUNE_DISABLED}` at base, so {old_cr} leaves it in "
                     f"place and {new_cr} adopts it. Once {new_cr} owns it, remove the annotation in a later "
                     "change if Flux should garbage-collect it again",
-            path=new.path, line=new.line, wave=new.wave, resource=str(rid),
+            path=new.path, line=new.line, wave=new.wave, resource=str(rid), objects=(FindingObject.of(rid),),
         )
     stateful = is_stateful(rid, config)
     cost = _loss(rid, config) if stateful else RESTART
@@ -205,7 +205,8 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
                 f"change that only adds the annotation `{PRUNE_KEY}: {PRUNE_DISABLED}` to {rid} in {old.path}, "
                 f"wait until {old_cr} has reconciled it (`flux get kustomization {old_cr}`), then make this move",
         # Where the fix goes: the annotation is merged in the file as deployed, before it moves.
-        path=old.path, line=old.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+        path=old.path, line=old.line, wave=new.wave, resource=str(rid),
+        objects=(FindingObject.of(rid, stateful),), fix=PRUNE_SNIPPET,
     )
 
 
@@ -228,7 +229,8 @@ def _later_sealed(rid: ResourceId, old: Resource, new: Resource, stateful: bool,
     return Finding(
         code="later-wave-move", severity="error" if stateful else "warning",
         message=f"{deletes} {sealed}. {how}",
-        path=old.path, line=old.line, wave=new.wave, resource=str(rid), fix=kubectl_annotate(rid),
+        path=old.path, line=old.line, wave=new.wave, resource=str(rid),
+        objects=(FindingObject.of(rid, stateful),), fix=kubectl_annotate(rid),
     )
 
 
@@ -286,6 +288,7 @@ def _shared(rid: ResourceId, copies: Sequence[Copy]) -> Finding:
                 "(kustomize-controller#1724), and each one that later stops applying it deletes it. "
                 "Keep exactly one definition",
         path=copies[-1].path, line=copies[-1].line, wave=copies[-1].wave, resource=str(rid),
+        objects=(FindingObject.of(rid),),
     )
 
 
@@ -308,7 +311,7 @@ def _owner_move(code: str, rid: ResourceId, old: Copy, new: Copy, keepers: set[s
             severity="info",
             message=f"{moves}; every copy carried `{PRUNE_KEY}: {PRUNE_DISABLED}` at base, so {old.owner} leaves "
                     f"it in place and {names} adopts it",
-            path=new.path, line=new.line, wave=new.wave, resource=str(rid),
+            path=new.path, line=new.line, wave=new.wave, resource=str(rid), objects=(FindingObject.of(rid),),
         )
     stateful = is_stateful(rid, config)
     cost = _loss(rid, config) if stateful else RESTART
@@ -318,7 +321,8 @@ def _owner_move(code: str, rid: ResourceId, old: Copy, new: Copy, keepers: set[s
         message=f"{moves}: {order}, so {cost}. Safe procedure: first merge a change that only adds the "
                 f"annotation `{PRUNE_KEY}: {PRUNE_DISABLED}` to {rid} in {old.path}, wait until {old.owner} has "
                 f"reconciled it (`flux get kustomization {old.owner}`), then make this move",
-        path=old.path, line=old.line, wave=new.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+        path=old.path, line=old.line, wave=new.wave, resource=str(rid),
+        objects=(FindingObject.of(rid, stateful),), fix=PRUNE_SNIPPET,
     )
 
 
@@ -357,6 +361,7 @@ def namespace_findings(findings: Sequence[Finding], base: Ownership, config: Con
                     f"deletes ({cause.code}, {cause.path}): Kubernetes deletes everything in a namespace with "
                     f"it, whichever Kustomization applies it{cost}. Keep the Namespace where it is",
             path=copies[0].path, line=copies[0].line, wave=copies[0].wave, resource=str(rid),
+            objects=(FindingObject.of(rid, stateful),),
         ))
     return out
 
@@ -416,7 +421,7 @@ def _dropped(rid: ResourceId, old: Resource, path: str, now: Inventory, protecte
             message=f"{rid} (wave {old.wave}, {_where(old)}) is in no wave any more although its file is kept: "
                     f"{why}. It carries {PRUNE_KEY}: {PRUNE_DISABLED}, so Flux leaves it in the cluster, "
                     "unmanaged. Put it back in a wave, or delete it by hand",
-            path=path, wave=old.wave, resource=str(rid),
+            path=path, wave=old.wave, resource=str(rid), objects=(FindingObject.of(rid),),
         )
     cost = _loss(rid, config) if is_stateful(rid, config) else "it is deleted"
     return Finding(
@@ -425,7 +430,7 @@ def _dropped(rid: ResourceId, old: Resource, path: str, now: Inventory, protecte
         message=f"{rid} (wave {old.wave}, {_where(old)}) is in no wave any more although its file is kept: "
                 f"{why}. {old_cr} deletes it when it reconciles: {cost}. Put it back; if Flux should delete "
                 "it, delete it in a change of its own",
-        path=path, wave=old.wave, resource=str(rid),
+        path=path, wave=old.wave, resource=str(rid), objects=(FindingObject.of(rid, is_stateful(rid, config)),),
     )
 
 
@@ -438,14 +443,14 @@ def _removed(rid: ResourceId, old: Resource, protected: bool, config: Config) ->
             severity="info",
             message=f"{deleted}; {rid} carries {PRUNE_KEY}: {PRUNE_DISABLED}, so Flux leaves it in the cluster, "
                     "unmanaged. Delete it by hand if it is no longer needed",
-            path=old.path, line=old.line, wave=old.wave, resource=str(rid),
+            path=old.path, line=old.line, wave=old.wave, resource=str(rid), objects=(FindingObject.of(rid),),
         )
     if not is_stateful(rid, config):
         return Finding(
             code="resource-removed",
             severity="info",
             message=f"{deleted}, so {old_cr} deletes {rid} when it reconciles",
-            path=old.path, line=old.line, wave=old.wave, resource=str(rid),
+            path=old.path, line=old.line, wave=old.wave, resource=str(rid), objects=(FindingObject.of(rid),),
         )
     return Finding(
         code="resource-removed",
@@ -453,7 +458,8 @@ def _removed(rid: ResourceId, old: Resource, protected: bool, config: Config) ->
         message=f"{deleted}, so {old_cr} deletes {rid} when it reconciles: {_loss(rid, config)}. If the data "
                 f"must survive, first merge a change that only adds the annotation {PRUNE_KEY}: {PRUNE_DISABLED} "
                 f"to it, wait until {old_cr} has reconciled it, then delete the file",
-        path=old.path, line=old.line, wave=old.wave, resource=str(rid), fix=PRUNE_SNIPPET,
+        path=old.path, line=old.line, wave=old.wave, resource=str(rid),
+        objects=(FindingObject.of(rid, True),), fix=PRUNE_SNIPPET,
     )
 
 
@@ -479,7 +485,7 @@ def tier_owner_findings(base: Ownership, now: Ownership) -> list[Finding]:
                 severity="info",
                 message=(f"{gone}; it carries {PRUNE_KEY}: {PRUNE_DISABLED}, so Flux leaves it in the cluster, "
                          "unmanaged" if protected else f"{gone}, so it deletes it when it reconciles"),
-                path=copy.path, line=copy.line, resource=str(rid),
+                path=copy.path, line=copy.line, resource=str(rid), objects=(FindingObject.of(rid),),
             ))
             break
     return findings
@@ -531,7 +537,7 @@ def _kustomization_removed(k: FluxKustomization, base: Inventory, config: Config
         path=k.path,
         line=k.line,
         wave=wave,
-        resource=str(k.id),
+        resource=str(k.id), objects=(FindingObject.of(k.id),),
         fix=fix,
     )
 

@@ -39,7 +39,7 @@ from bot.config import Config
 from bot.flux.applied import Applied, FluxKs, FluxModel
 from bot.flux.stateful import _loss, chart_claims, is_stateful, resource_set_claims
 from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY, is_helm_release
-from bot.model import Finding, Severity
+from bot.model import Finding, FindingObject, Severity
 from bot.naming import is_yaml_name
 from bot.repo.tree import Tree, walk
 from bot.resid import ResourceId
@@ -287,6 +287,7 @@ def _deletion_of(u: Unit, successor: Unit | None, gone: _Gone) -> list[Finding]:
             message=f"{rid} is lost: {owner} is deleted ({what}), and its finalizer ({u.setting}) deletes "
                     f"it{through}: {why}{after}",
             path=u.path, line=u.line or None, resource=str(rid), fix=orphan_step(u),
+            objects=(FindingObject.of(rid, True),),
         ))
     if gone.stateless:
         severity: Severity = "warning" if successor is not None else "info"
@@ -297,6 +298,7 @@ def _deletion_of(u: Unit, successor: Unit | None, gone: _Gone) -> list[Finding]:
                     + (" (missing in between: a restart)" if successor is not None else ""),
             path=u.path, line=u.line or None,
             fix=orphan_step(u) if successor is not None else None,
+            objects=tuple(FindingObject.of(rid) for rid in gone.stateless),
         ))
     return out
 
@@ -359,10 +361,12 @@ def _objects_leaving(base_by: Mapping[tuple[str, str], Unit], head_by: Mapping[t
             if lost:
                 for rid, why in lost:
                     out.append(Finding(code=code, severity="error", message=f"{message}: {rid} is lost: {why}",
-                                       path=old.path, line=old.line or None, resource=str(rid), fix=fix))
+                                       path=old.path, line=old.line or None, resource=str(rid), fix=fix,
+                                       objects=(FindingObject.of(rid, True),)))
             else:
                 out.append(Finding(code=code, severity=stateless, message=message, path=old.path,
-                                   line=old.line or None, resource=str(b.id), fix=None if stateless == "info" else fix))
+                                   line=old.line or None, resource=str(b.id), fix=None if stateless == "info" else fix,
+                                   objects=(FindingObject.of(b.id),)))
     return out
 
 

@@ -25,7 +25,7 @@ from bot.fixes.protect import MARK, ManifestSetsPrune, protect
 from bot.flux.stateful import is_stateful
 from bot.flux.vocabulary import PRUNE_DISABLED, PRUNE_KEY
 from bot.layout.placement import AppFile
-from bot.model import Change, Finding
+from bot.model import Change, Finding, FindingObject, at_risk
 from bot.repo.tree import Tree
 from bot.resid import ResourceId
 from bot.yamlio import documents as yamlio
@@ -38,6 +38,9 @@ class Hold(NamedTuple):
     """The objects (str of their id) its move would delete."""
     losing: bool
     """Its own move loses data; False for a file held only because its unit waits."""
+    at_risk: tuple[FindingObject, ...] = ()
+    """What its move would delete, as the findings that hold it list it (what a child Kustomization's
+    or a release's deletion takes along included), data loss first."""
 
 
 Held = Mapping[str, Hold]
@@ -54,6 +57,7 @@ def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile],
     # when the report has no source to point at.
     moving = {**{f.target: f for f in files if f.moves}, **{f.path: f for f in files if f.moves}}
     deleted: dict[str, set[str]] = {}
+    objects: dict[str, list[FindingObject]] = {}
     losing: set[str] = set()
     for finding in findings:
         file = moving.get(finding.path or "") or _unit_directory(finding.path, moving) or next(
@@ -62,13 +66,15 @@ def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile],
         if finding.code != "later-wave-move" or finding.severity == "info" or file is None or not finding.resource:
             continue
         deleted.setdefault(file.path, set()).add(finding.resource)
+        objects.setdefault(file.path, []).extend(finding.objects)
         if finding.severity == "error":
             losing.add(file.path)
     # The whole unit waits together: a companion (its SOPS Secret) moving alone would put the unit
     # in two waves for a merge and have Flux delete and recreate the companion's objects.
     units = {moving[p].node for p in losing if moving[p].node is not None}
     held = losing | {f.path for f in files if f.moves and f.node in units}
-    return {path: Hold(frozenset(deleted.get(path, ())), path in losing) for path in sorted(held)}
+    return {path: Hold(frozenset(deleted.get(path, ())), path in losing, at_risk(objects.get(path, ())))
+            for path in sorted(held)}
 
 
 def _unit_directory(path: str | None, moving: Mapping[str, AppFile]) -> AppFile | None:
@@ -106,7 +112,7 @@ def hold(tree: Tree, config: Config, held: Held, targets: Mapping[str, AppFile])
     changes = []
     found: dict[str, tuple[list[ResourceId], str]] = {}  # path -> (the objects, why it is not annotated)
     by_hand: dict[str, ManifestSetsPrune] = {}  # the file sets another prune value: only its own edit lasts
-    for path, (names, _) in sorted(held.items()):
+    for path, (names, *_) in sorted(held.items()):
         if tree.kind(path) == "dir":
             # Its objects are what its kustomization builds (namespace, patches), not what each file
             # says: an annotation edit inside it could miss them, so the live objects are annotated.
@@ -138,21 +144,24 @@ def hold(tree: Tree, config: Config, held: Held, targets: Mapping[str, AppFile])
         node = targets[path].node
         waiting = [_waits(p, targets[p], *found[p], config) for p, other in sorted(held.items())
                    if not other.losing and node is not None and targets[p].node == node]
+        # What the move would delete: the objects annotated, and what their deletion takes along (the
+        # claims of a child Kustomization or a release), as the findings that hold it list them.
+        objects = at_risk([*(FindingObject.of(r, is_stateful(r, config)) for r in found[path][0]), *reason.at_risk])
         if path in by_hand:
-            findings.append(_edit_by_hand(path, targets[path], found[path][0], by_hand[path], config))
+            findings.append(_edit_by_hand(path, targets[path], found[path][0], by_hand[path], config, objects))
             continue
-        findings.append(_held_finding(path, targets[path], *found[path], config, waiting))
+        findings.append(_held_finding(path, targets[path], *found[path], config, waiting, objects))
     return changes, findings
 
 
 def _edit_by_hand(path: str, source: AppFile, rids: Sequence[ResourceId], exc: ManifestSetsPrune,
-                  config: Config) -> Finding:
+                  config: Config, risk: tuple[FindingObject, ...] = ()) -> Finding:
     """The held move of a file that sets the prune annotation to another value itself: a live
     `kubectl annotate` would be undone by the next reconcile, so the fix is the file's own value."""
     return Finding(
         code="move-held", severity="warning", path=path, line=exc.line, wave=source.wave,
-        resource=str(rids[0]) if rids else None,
-        message=f"{_moving(path, source, rids, config)}, and adds no annotation: {exc.message}. Once that is "
+        resource=str(rids[0]) if rids else None, objects=risk,
+        message=f"{_moving(path, source, rids, config, risk)}, and adds no annotation: {exc.message}. Once that is "
                 "deployed the next run moves the file",
         fix=f"metadata:\n  annotations:\n    {PRUNE_KEY}: {PRUNE_DISABLED}\n",
     )
@@ -175,25 +184,27 @@ def _waits(path: str, source: AppFile, rids: Sequence[ResourceId], why: str, con
             f"before that merge: {commands}")
 
 
-def _moving(path: str, source: AppFile, rids: Sequence[ResourceId], config: Config) -> str:
+def _moving(path: str, source: AppFile, rids: Sequence[ResourceId], config: Config,
+            risk: Sequence[FindingObject] = ()) -> str:
     """The held finding's first sentence: where the file belongs, what its move would delete now."""
     old_cr = config.wave_cr_name(source.wave) if source.wave is not None else "its Kustomization"
     new_cr = config.wave_cr_name(source.target_wave) if source.target_wave is not None else "its new wave"
     objects = ", ".join(f"`{r}`" for r in rids)
-    losing = ", ".join(f"`{r}`" for r in rids if is_stateful(r, config))
+    losing = ", ".join(f"`{o}`" for o in risk if o.loses_data) if risk else \
+        ", ".join(f"`{r}`" for r in rids if is_stateful(r, config))
     loss = f" (data loss for {losing})" if losing else ""
     return (f"{path} belongs in wave {source.target_wave} ({source.target}), but moving it now makes {old_cr} "
             f"delete {objects} before {new_cr} recreates them{loss}. So wave-bot does not move it yet")
 
 
 def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: str, config: Config,
-                  waiting: Sequence[str] = ()) -> Finding:
+                  waiting: Sequence[str] = (), risk: tuple[FindingObject, ...] = ()) -> Finding:
     here = f"wave {source.wave}" if source.wave is not None else f"{config.apps_dir}/"
     old_cr = config.wave_cr_name(source.wave) if source.wave is not None else "its Kustomization"
     new_cr = config.wave_cr_name(source.target_wave) if source.target_wave is not None else "its new wave"
     objects = ", ".join(f"`{r}`" for r in rids)
     also = f". Its unit's other files wait and then move with it: {'; '.join(waiting)}" if waiting else ""
-    moving = _moving(path, source, rids, config)
+    moving = _moving(path, source, rids, config, risk)
     commands = "\n".join(kubectl_annotate(r) for r in rids)
     if why:
         # Then the acceptance, as `wave-bot accept` writes it (the name is the user's to fill in).
@@ -201,6 +212,7 @@ def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: s
                                     *(shlex.quote(str(r)) for r in rids)])
         return Finding(
             code="move-held", severity="warning", path=path, wave=source.wave, resource=str(rids[0]) if rids else None,
+            objects=risk,
             message=f"{moving}, and adds no annotation: {why}. To go on: annotate the live objects with the "
                     f"commands in the fix, then accept the move for each of them in .wave-bot-accept.yaml "
                     f"(the fix's `wave-bot accept` command writes the entries) and run wave-bot again: it then "
@@ -210,6 +222,7 @@ def _held_finding(path: str, source: AppFile, rids: Sequence[ResourceId], why: s
         )
     return Finding(
         code="move-held", severity="warning", path=path, wave=source.wave, resource=str(rids[0]) if rids else None,
+        objects=risk,
         message=f"{moving}: this change only adds `{PRUNE_KEY}: {PRUNE_DISABLED}` to {objects} in {path}, and the "
                 f"file stays in {here}. Next: merge it, wait until {old_cr} has reconciled it (`flux get "
                 f"kustomization {old_cr}`), then run wave-bot again (`wave-bot apply --base <the deployed "

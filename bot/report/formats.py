@@ -19,8 +19,9 @@ from bot.errors import WaveBotError
 from bot.model import Finding
 from bot.plan import Plan
 from bot.report.groups import Group, group_findings, single
+from bot.report.headline import headline, objects_of, quoted, split_step, why
 from bot.report.markup import code, escape, fence, inline
-from bot.side import Side, Slot, order
+from bot.side import Side, Slot, number, order
 
 SEVERITY_ICON = {"error": "🛑", "warning": "⚠️", "info": "ℹ️"}
 # Past these a report stops being readable, and a large repository would blow GitHub's limits
@@ -59,8 +60,16 @@ def _tier_parts(plan: Plan) -> list[tuple[str, list[Finding]]]:
             if part]
 
 
-def _gating(plan: Plan) -> list[Finding]:
-    return [f for f in plan.findings if f.code == "chain-gating"]
+def _gating(plan: Plan, asked: bool = False) -> list[Finding]:
+    """The gating advice worth showing: on request (`--gating`) every boundary's; else only that of a
+    boundary whose membership the change touches (a file changes wave or side branch, so a unit
+    joins or leaves one; a new wave). A plan that changes nothing there repeats no standing advice."""
+    found = [f for f in plan.findings if f.code == "chain-gating"]
+    if asked or not found:
+        return found
+    touched = {number(s) for _, before, after in plan.wave_moves() for s in (before, after) if s is not None}
+    touched |= {number(n) for n in _changed(plan)[1]}
+    return [f for f in found if f.wave is not None and {number(f.wave) - 1, number(f.wave)} & touched]
 
 
 def _unit_files(plan: Plan) -> dict[Slot, list[tuple[str, list[str]]]]:
@@ -161,24 +170,72 @@ def _text_fix(fix: str, indent: str) -> list[str]:
     return [f"{indent}fix:"] + [f"{indent}  {row}".rstrip() for row in fix.rstrip("\n").splitlines()]
 
 
+OBJECTS_SHOWN = 20  # objects listed under one finding; the rest are counted
+
+
+def _headline(group: Group) -> str:
+    """A group's headline: from its findings' code and objects, else from the words they share."""
+    return headline(group.findings, None if group.by == "finding" else group.lead)
+
+
+def _why_and_step(group: Group) -> tuple[list[tuple[str, str]], str]:
+    """The group's why as (label, text) rows (label "" for prose) and its step (the objects and the
+    file it names in code format), lifted out of the shared closing (or of the one message)."""
+    rows, step = _why_and_raw_step(group)
+    return rows, quoted(step, objects_of(group.findings), group.findings[0].path)
+
+
+def _why_and_raw_step(group: Group) -> tuple[list[tuple[str, str]], str]:
+    if group.by == "finding":
+        rest, step = split_step(why(group.findings[0]))
+        return [("", rest)], step
+    tail, step = split_step(group.tail) if group.tail else ("", "")
+    if group.by == "wave":
+        head_why, head_step = split_step(group.lead)
+        rows = [("", head_why), *((i.finding.code, i.finding.message) for i in group.items)]
+        return rows, step or head_step
+    lead = group.lead
+    if not step and not any(i.text for i in group.items):  # one message for all: its step is in the lead
+        lead, step = split_step(lead.rstrip(":"))
+    rows = [("", lead), *((i.label, i.text) for i in group.items if i.text), *([("", tail)] if tail else [])]
+    return rows, step
+
+
 def _text_group(group: Group, width: int, fixes: bool) -> list[str]:
+    """Headline, the objects at risk, the step, the fix; then the why, indented."""
     where = {"file": f" ({group.key})", "overlay": f" ({group.key})", "wave": f" (wave {group.key})"}.get(group.by, "")
     where = f" ({group.location})" if group.location else where
-    out = _wrap(f"{group.code}{where}: {group.lead}", width, f"  {group.severity:<7} ", " " * 10)
-    for item in group.items:
-        label = item.finding.code if group.by == "wave" else item.label
-        out += _wrap(f"{label} ({item.finding.severity})" + (f": {item.text}" if item.text else ""), width,
-                     " " * 10 + "- ", " " * 12)
-        if fixes and item.fix:
-            out += _text_fix(item.fix, " " * 12)
-    if group.tail:
-        out += _wrap(group.tail, width, " " * 10, " " * 10)
+    indent = " " * 10
+    out = _wrap(f"{group.code}{where}: {_headline(group)}", width, f"  {group.severity:<7} ", indent)
+    objects = objects_of(group.findings)
+    if len(objects) > 1 or any(o.loses_data for o in objects):
+        for o in objects[:OBJECTS_SHOWN]:
+            out.append(f"{indent}- {o}{' (loses data)' if o.loses_data else ''}")
+        if len(objects) > OBJECTS_SHOWN:
+            out.append(f"{indent}- … and {len(objects) - OBJECTS_SHOWN} more")
+    if group.by == "wave":
+        for item in group.items:
+            out += _wrap(f"{item.finding.code} ({item.finding.severity}): {headline([item.finding])}", width,
+                         indent + "- ", indent + "  ")
+            if fixes and item.fix:
+                out += _text_fix(item.fix, indent + "  ")
+    rows, step = _why_and_step(group)
+    if step:
+        out += _wrap(step, width, indent + "next: ", indent + "  ")
     if fixes and group.fix:
-        out += _text_fix(group.fix, " " * 10)
+        out += _text_fix(group.fix, indent)
+    for item in group.items if fixes and group.by != "wave" else ():
+        if item.fix:  # no one fix clears them all: each member's under its name
+            out += [f"{indent}- {item.label}:", *_text_fix(item.fix, indent + "  ")]
+    for label, text in rows:
+        if text:
+            out += _wrap(f"{label}: {text}" if label else text, width, indent + "why: " if not label else indent + "- ",
+                         indent + "  ")
     return out
 
 
-def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: bool = True) -> str:
+def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: bool = True,
+            gating: bool = False) -> str:
     """The terminal and pre-commit report: status, waves, changes, then every finding with its fix."""
     lines = [f"wave-bot: {plan_status(plan, applied).text()}", ""]
     note = review_note(plan, applied) if plan.mode.review else catalog_note(plan)
@@ -190,10 +247,10 @@ def to_text(plan: Plan, applied: bool = False, width: int = TEXT_WIDTH, fixes: b
     pending = [f"{n} (wave {plan.graph.nodes[n].wave})" for n in plan.not_onboarded()]
     if pending:
         lines += [""] + _wrap("Computed, not placed (no app files yet): " + ", ".join(pending), width, "", "  ")
-    gating = _gating(plan)
-    if gating:
+    advice = _gating(plan, gating)
+    if advice:
         lines += ["", f"{GATING_TITLE}:"]
-        for f in gating:
+        for f in advice:
             lines += _wrap(f.message, width, "  ", "    ")
             if fixes and f.fix:
                 lines += _text_fix(f.fix, "    ")
@@ -296,10 +353,12 @@ def _empty_catalog(plan: Plan) -> str:
 def to_json(plan: Plan, applied: bool = False) -> str:
     """`plan.to_json()` with the status first and the groups the other formats show (keys only added)."""
     body = plan.to_json()
+    for f, out in zip(plan.findings, body["findings"], strict=True):
+        out["headline"] = headline([f])
     index = {f: i for i, f in enumerate(plan.findings)}
-    groups = [g.to_json(index) for g in group_findings(_reported(plan))]
+    groups = [_group_json(g, index) for g in group_findings(_reported(plan))]
     new, old = _tiers(plan)
-    tiers = {"groups": [g.to_json(index) for _, part in _tier_parts(plan) for g in group_findings(part)],
+    tiers = {"groups": [_group_json(g, index) for _, part in _tier_parts(plan) for g in group_findings(part)],
              "introduced": [index[f] for f in new], "already_at_base": [index[f] for f in old]}
     if plan.tier_report is not None:
         tiers["graph"] = {"nodes": list(plan.tier_report.nodes),
@@ -309,6 +368,15 @@ def to_json(plan: Plan, applied: bool = False) -> str:
             str(n): paths for n, paths in plan.split.placement().items()}}
     return json.dumps({"status": plan_status(plan, applied).to_json(), **body, "groups": groups, "tiers": tiers},
                       indent=2) + "\n"
+
+
+def _group_json(group: Group, index: dict[Finding, int]) -> dict[str, Any]:
+    """A group as JSON, with its headline and every object its findings are about."""
+    out = {"headline": _headline(group), **group.to_json(index)}
+    objects = objects_of(group.findings)
+    if objects:
+        out["objects"] = [o.to_json() for o in objects]
+    return out
 
 
 def error_json(exc: WaveBotError) -> str:
@@ -326,6 +394,7 @@ class Context:
     diff: str | None = None  # a change the bot could not push (fork PRs): shown collapsed
     apply_hint: str | None = None  # how to apply `diff` locally
     note: str | None = None  # one more plain sentence under the status (trusted text)
+    gating: bool = False  # show every wave boundary's chain-gating advice, touched by the change or not
 
 
 _STATUS_ICON = {"needs-attention": "🛑", "out-of-date": "🔄", "regenerated": "🔄", "up-to-date": "✅"}
@@ -345,24 +414,51 @@ def _md_fix(fix: str, indent: str, severity: str) -> list[str]:
     return out + ["", f"{indent}</details>"]
 
 
-def _md_group(group: Group) -> list[str]:
-    if group.by == "wave":
+LOSES_DATA = "💾"
+
+
+def _md_group(group: Group, where: str | None = None) -> list[str]:
+    """One finding (or group) in a glance: the headline, the objects at risk (data loss first), the
+    step and the fix; the why collapsed."""
+    if where is not None:  # the caller says where
+        pass
+    elif group.by == "wave":
         where = f" for wave {group.key}"
     elif group.by in ("file", "overlay"):
         where = f" in {code(group.key)}"
     else:
         where = f" in {code(group.location)}" if group.location else ""
-    out = [f"- {SEVERITY_ICON[group.severity]} **{group.severity}** {code(group.code)}{where}: {inline(group.lead)}"]
-    for item in group.items:
-        label = code(item.label) if group.by != "wave" else code(item.finding.code)
-        text = f": {inline(item.text)}" if item.text else ""
-        out.append(f"  - {SEVERITY_ICON[item.finding.severity]} {label}{text}")
-        if item.fix:
-            out += _md_fix(item.fix, "    ", item.finding.severity)
-    if group.tail:
-        out += ["", f"  {inline(group.tail)}"]
+    out = [f"- {SEVERITY_ICON[group.severity]} **{group.severity}** {code(group.code)}{where}: "
+           f"{inline(_headline(group))}"]
+    objects = objects_of(group.findings)
+    if len(objects) > 1 or any(o.loses_data for o in objects):
+        out += [f"  - {LOSES_DATA + ' ' if o.loses_data else ''}{code(str(o))}{' (data loss)' if o.loses_data else ''}"
+                for o in objects[:OBJECTS_SHOWN]]
+        if len(objects) > OBJECTS_SHOWN:
+            out.append(f"  - … and {len(objects) - OBJECTS_SHOWN} more")
+    if group.by == "wave":
+        for item in group.items:
+            out.append(f"  - {SEVERITY_ICON[item.finding.severity]} {code(item.finding.code)}: "
+                       f"{inline(headline([item.finding]))}")
+            if item.fix:
+                out += _md_fix(item.fix, "    ", item.finding.severity)
+    rows, step = _why_and_step(group)
+    if step:
+        out += ["", f"  **{'Next' if group.severity == 'info' else 'Safe step'}:** {inline(step)}"]
     if group.fix:
         out += _md_fix(group.fix, "  ", group.severity)
+    own = [item for item in group.items if item.fix] if group.by != "wave" else []
+    if own:  # no one fix clears them all: each member's under its name
+        out.append("")
+    for item in own:
+        out.append(f"  - {SEVERITY_ICON[item.finding.severity]} {code(item.label)}")
+        out += _md_fix(item.fix or "", "    ", item.finding.severity)
+    reasons = [(label, text) for label, text in rows if text]
+    if reasons:
+        out += ["", "  <details><summary>Why</summary>"]
+        for label, text in reasons:  # prose a paragraph, an object's own part an item of a list
+            out += ["", f"  - {code(label)}: {inline(text)}"] if label else ["", f"  {inline(text)}"]
+        out += ["", "  </details>"]
     return out
 
 
@@ -523,11 +619,12 @@ def to_markdown(plan: Plan, context: Context = Context(), limit: int | None = No
         sections.append(("the coming split", ["", f"#### {SPLIT_TITLE}", "", *_wave_table(plan.split), ""]))
     sections += [(title, part) for title, part in (("the moves", _moves(plan)), ("the files written", _writes(plan)))
                  if part]
-    gating = _gating(plan)
+    gating = _gating(plan, context.gating)
     if gating:
         gate = [f"#### {GATING_TITLE}", "", "<details><summary>Units that wait for others they do not need "
                 f"({len(gating)} wave {'boundary' if len(gating) == 1 else 'boundaries'})</summary>", ""]
-        gate += [line for f in gating for line in _md_group(single(f))]
+        for f in gating:  # one line per boundary: which one it is, the code's meaning as its headline
+            gate += _md_group(single(f), f" at wave {f.wave}" if f.wave is not None else "")
         sections.append(("the gating notes", [*gate, "", "</details>", ""]))
     pending = [f"{code(n)} (wave {plan.graph.nodes[n].wave})" for n in plan.not_onboarded()]
     if pending:
@@ -595,9 +692,10 @@ def error_markdown(exc: WaveBotError) -> str:
     return "\n".join(out) + "\n"
 
 
-def render(plan: Plan, fmt: str, applied: bool = False, width: int = TEXT_WIDTH, fixes: bool = True) -> str:
+def render(plan: Plan, fmt: str, applied: bool = False, width: int = TEXT_WIDTH, fixes: bool = True,
+           gating: bool = False) -> str:
     if fmt == "json":
         return to_json(plan, applied)
     if fmt == "markdown":
-        return to_markdown(plan, Context(applied=applied))
-    return to_text(plan, applied, width, fixes)
+        return to_markdown(plan, Context(applied=applied, gating=gating))
+    return to_text(plan, applied, width, fixes, gating)

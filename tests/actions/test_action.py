@@ -102,7 +102,7 @@ def test_a_re_run_on_the_bots_commit_reports_the_same_restored_file(scenario: Sc
         "resources:\n", "resources:  # hand edit\n")})
     assert scenario.run(scenario.env(scenario.checkout("first")))[0] == 0
     (first,) = scenario.server.bodies()
-    assert "`generated-file-restored`: apps/wave-1/kustomization.yaml differs from anything" in first
+    assert "`generated-file-restored`: `apps/wave-1/kustomization.yaml` differs from anything" in first
     scenario.head_sha = git(scenario.origin, "rev-parse", BRANCH).strip()
     scenario.server.pulls[7]["head"]["sha"] = scenario.head_sha
     writes_before = len(scenario.server.writes)

@@ -355,6 +355,12 @@ def test_apply_against_the_base_holds_a_pruning_child_and_protects_the_child_its
     out = json.loads(capsys.readouterr().out)
     (held,) = about(out["findings"], CHILD)
     assert held["code"] == "move-held"
+    # It names the claim the child's finalizer would delete: in its message, and first among its objects
+    # (the child itself holds no data).
+    assert f"`{PIHOLE_PVC}`)." in held["message"].split("data loss for ", 1)[1]
+    assert held["objects"][0] == {"kind": "PersistentVolumeClaim", "group": "", "namespace": "pihole",
+                                  "name": "pihole-data", "loses_data": True}
+    assert PIHOLE_PVC in held["headline"]
     assert not (repo / "apps/wave-1/pihole.yaml").exists()
     unit = (repo / "apps/wave-0/pihole.yaml").read_text()
     assert "kustomize.toolkit.fluxcd.io/prune: disabled" in unit

@@ -121,20 +121,41 @@ def test_a_side_branch_unit_waits_for_the_wave_below_like_its_wave(tmp_path: Pat
                                        "the linear chain: runner needs git. Nothing depends on dns")
 
 
-def test_reports_give_it_a_section_of_its_own(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reports_give_it_a_section_of_its_own_when_asked(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tree = FsTree(str(example_repo))
-    markdown = report.to_markdown(make_plan(tree, load_config(tree, None)))
+    plan = make_plan(tree, load_config(tree, None))
+    # Nothing changes wave in the example: the standing advice is not repeated on every plan ...
+    assert "Gating worth knowing about" not in report.to_markdown(plan)
+    # ... and is there on request.
+    markdown = report.to_markdown(plan, report.Context(gating=True))
     assert "#### Findings" not in markdown  # nothing to act on: the example is up to date
     section = markdown.split("#### Gating worth knowing about", 1)[1].split("####", 1)[0]
     assert "(2 wave boundaries)" in section and "seerr needs radarr, sonarr" in section
     assert "  non_gating:\n    - gitea-actions  # later-wave-move of its Namespace\n" in section
     assert main(["plan", str(example_repo)]) == 0
+    assert "Gating worth knowing about" not in capsys.readouterr().out
+    assert main(["plan", str(example_repo), "--gating"]) == 0
     text = capsys.readouterr().out
     assert "\nGating worth knowing about:\n  apps-wave-1 waits until all 7 units of wave 0" in text
     assert text.endswith("No file to move, create, update or delete: the wave layout matches the catalog.\n")
-    assert main(["plan", "--format", "json", str(example_repo)]) == 0
+    assert main(["plan", "--format", "json", str(example_repo)]) == 0  # the data has every boundary's
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert sorted(f["wave"] for f in findings if f["code"] == "chain-gating") == [1, 2]
+
+
+def test_a_change_shows_the_advice_of_the_boundaries_it_touches(
+    example_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # tautulli joins wave 2 (it needs sonarr): the boundary between waves 1 and 2 changes, not 0 and 1.
+    write_files(example_repo, {"catalog/tautulli.yaml": service("tautulli", "sonarr"),
+                               "apps/tautulli.yaml": deployment("tautulli")})
+    assert main(["plan", str(example_repo)]) == 0
+    text = capsys.readouterr().out
+    section = text.split("\nGating worth knowing about:\n", 1)[1].split("\n\n", 1)[0]
+    assert section.startswith("  apps-wave-2 waits until all 5 units of wave 1")
+    assert "apps-wave-1 waits" not in section
 
 
 def test_suggested_config_parses(example_repo: Path) -> None:

@@ -112,7 +112,8 @@ def test_check_after_the_first_step_passes_and_says_the_move_waits(example_repo:
     with redirect_stdout(io.StringIO()) as out:
         code = main(["check", str(example_repo), "--base", "HEAD", "--no-fixes"])
     assert code == 0
-    assert "warning move-held: apps/wave-0/plex.yaml belongs in wave 2" in out.getvalue()
+    assert "warning move-held: wave-bot holds the move of `apps/wave-0/plex.yaml`: moving it now deletes" \
+           in " ".join(out.getvalue().split())
 
 
 def test_a_sops_file_is_never_edited_the_move_is_held_with_commands(example_repo: Path) -> None:
@@ -368,6 +369,19 @@ def held_findings(repo: Path) -> list[dict[str, object]]:
     return [f for f in json.loads(out.getvalue())["findings"] if f["code"] == "move-held"]
 
 
+# What moving plex.yaml would delete, as data: its claim and its Namespace lose data, listed first.
+PLEX_AT_RISK = [
+    {"kind": "Namespace", "group": "", "namespace": "", "name": "plex", "loses_data": True},
+    {"kind": "PersistentVolumeClaim", "group": "", "namespace": "plex", "name": "plex-data", "loses_data": True},
+    {"kind": "Service", "group": "", "namespace": "plex", "name": "plex", "loses_data": False},
+    {"kind": "Deployment", "group": "apps", "namespace": "plex", "name": "plex", "loses_data": False},
+]
+
+
+HELD_HEADLINE = ("wave-bot holds the move of `apps/wave-0/plex.yaml`: moving it now deletes `Namespace plex` "
+                 "and 3 more objects")
+
+
 def test_the_held_finding_names_both_waves_the_objects_and_the_next_step(example_repo: Path) -> None:
     plex_depends_on_sonarr(example_repo)
     objects = ("`Namespace plex`, `PersistentVolumeClaim plex/plex-data`, `Service plex/plex`, "
@@ -383,6 +397,7 @@ def test_the_held_finding_names_both_waves_the_objects_and_the_next_step(example
                    "the annotation is then deployed and the move is safe. Once apps-wave-2 owns them, remove the "
                    "annotation in a change of its own if Flux should garbage-collect them again (once that move is "
                    "deployed, wave-bot names the lines: annotation-removable)",
+        "objects": PLEX_AT_RISK, "headline": HELD_HEADLINE,
     }]
 
 
@@ -447,6 +462,7 @@ def test_a_file_protect_cannot_edit_is_held_with_a_command_per_object(example_re
                f"kubectl -n plex annotate deployment.apps/plex {PRUNE}=disabled\n"
                "wave-bot accept --by '<your name>' \\\n  'Namespace plex' \\\n  'PersistentVolumeClaim plex/plex-data' "
                "\\\n  'Service plex/plex' \\\n  'apps/Deployment plex/plex'",
+        "objects": PLEX_AT_RISK, "headline": HELD_HEADLINE,
     }]
     assert (repo / PLEX).read_bytes() == before
 

@@ -45,8 +45,14 @@ def test_the_plex_comment_has_its_structure(plex_comment: str) -> None:
                                       ("h4", "Gating worth knowing about"), ("h4", "Computed, not onboarded")]
     spans = [t.content for t in toks if t.type == "code_inline"]
     assert spans.count("later-wave-move") == 1
-    assert [s for s in spans if " plex" in s] == [
-        "Namespace plex", "PersistentVolumeClaim plex/plex-data", "Service plex/plex", "apps/Deployment plex/plex"]
+    # One headline for the file: what the move does to which object, the first that loses data named.
+    first = plex_comment.split("\n- ", 1)[1].split("\n", 1)[0]
+    assert "`later-wave-move` in `apps/wave-0/plex.yaml`: Moving to wave 2 deletes `Namespace plex` and 3 more " \
+           "objects" in first and len(first.split(":", 1)[1].split()) < 25
+    # Under it the objects at risk, a nested list, data loss first and marked.
+    assert _nested_items(plex_comment)[0] == [
+        "💾 Namespace plex (data loss)", "💾 PersistentVolumeClaim plex/plex-data (data loss)", "Service plex/plex",
+        "apps/Deployment plex/plex"]
     fences = [(t.info, t.content) for t in toks if t.type == "fence"]
     assert [info for info, _ in fences] == ["yaml", "yaml", "mermaid"]  # the fix, the one non_gating snippet
     # Once, for the whole file: the annotation, or how to accept the move as it is, every object whose
@@ -61,14 +67,39 @@ def test_the_plex_comment_has_its_structure(plex_comment: str) -> None:
         "accept:\n"
         "  - resource: Namespace plex\n    by: <your name>\n"
         "  - resource: PersistentVolumeClaim plex/plex-data\n    by: <your name>\n")
-    # The nested list of objects is a real nested list, inside the finding's list item.
+    # The nested lists are real nested lists, inside the finding's list item.
     kinds = [t.type for t in RENDERER.parse(plex_comment)]
-    assert kinds.count("bullet_list_open") == 3  # the findings, the objects inside, the gating notes
+    assert kinds.count("bullet_list_open") == 4  # the findings, the objects inside, each one's cost, the gating
     text = "".join(t.content for t in toks if t.type == "text")
-    assert "Safe procedure: first merge a change that only adds the annotation" in text
+    # The safe step once, visible; the why (each object's cost) in a collapsed section.
+    assert text.count("Safe step:") == 1 and "First merge a change that only adds the annotation" in text
+    why = plex_comment.split("<summary>Why</summary>", 1)[1].split("</details>", 1)[0]
+    assert "apps-wave-0 deletes it as soon as it reconciles this change" in why
+    assert "`PersistentVolumeClaim plex/plex-data`: the claim is deleted and its volume's data with it" in why
     # The annotation and the command to run are code, as a reader copies them.
     assert "kustomize.toolkit.fluxcd.io/prune: disabled" in spans and "flux get kustomization apps-wave-0" in spans
-    assert text.count("Safe procedure") == 1
+
+
+def _nested_items(markdown: str) -> list[list[str]]:
+    """The items of every list nested in another one, as rendered text (code spans unquoted)."""
+    out: list[list[str]] = []
+    depth, items, item = 0, [], []
+    for t in RENDERER.parse(markdown):
+        if t.type == "bullet_list_open":
+            depth += 1
+            if depth == 2:
+                items = []
+        elif t.type == "bullet_list_close":
+            if depth == 2:
+                out.append(items)
+            depth -= 1
+        elif depth == 2 and t.type == "list_item_open":
+            item = []
+        elif depth == 2 and t.type == "list_item_close":
+            items.append("".join(item).strip())
+        elif depth == 2 and t.type == "inline":
+            item += [c.content for c in t.children or [] if c.type in ("text", "code_inline")]
+    return out
 
 
 def test_commands_in_messages_are_code_spans_not_escaped_backticks(example_repo: Path) -> None:
@@ -105,10 +136,16 @@ def test_the_input_error_report_renders(tmp_path: Path) -> None:
 
 def test_the_up_to_date_example_renders(example_repo: Path) -> None:
     tree = FsTree(str(example_repo))
-    markdown = report.to_markdown(make_plan(tree, load_config(tree, None)))
+    plan = make_plan(tree, load_config(tree, None))
+    markdown = report.to_markdown(plan)
     assert_renders_as_intended(markdown)
-    assert headings(markdown) == [("h3", "🌊 flux-wave-bot"), ("h4", "Waves"), ("h4", "Gating worth knowing about"),
-                                  ("h4", "Computed, not onboarded")]
+    # Nothing changes wave: the standing gating advice is not repeated on every plan ...
+    assert headings(markdown) == [("h3", "🌊 flux-wave-bot"), ("h4", "Waves"), ("h4", "Computed, not onboarded")]
+    # ... but it is there when asked (`--gating`).
+    asked = report.to_markdown(plan, report.Context(gating=True))
+    assert_renders_as_intended(asked)
+    assert headings(asked) == [("h3", "🌊 flux-wave-bot"), ("h4", "Waves"), ("h4", "Gating worth knowing about"),
+                               ("h4", "Computed, not onboarded")]
 
 
 def test_a_code_span_keeps_the_spaces_around_it_as_rendered() -> None:

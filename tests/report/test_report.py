@@ -108,7 +108,9 @@ def test_text_report_lists_changes_and_findings(tmp_path: Path, capsys: pytest.C
     text = report.to_text(make_plan(FsTree(str(tmp_path)), Config()))
     assert text.startswith("wave-bot: needs attention: 1 error; 1 file to move, 2 to create\n")
     assert "  move    apps/web.yaml -> apps/wave-0/web.yaml" in text
-    assert "  error   unplaced-file: apps/wave-0/x.yaml: no catalog node owns this file" in text
+    # The headline is the message's first sentence, the file in code format; the rest is the why.
+    assert "  error   unplaced-file: `apps/wave-0/x.yaml`: no catalog node owns this file" in text
+    assert "          why: To place it, add the ServiceDefinition catalog/x.yaml below" in text
     # The fix, which names the files that would place it, is printed under the finding.
     assert "          fix:\n            # create catalog/x.yaml:\n" in text
 
@@ -156,27 +158,34 @@ def test_a_moved_file_is_one_finding_with_its_objects_inside(
     assert code == 1
     assert text.startswith("wave-bot: needs attention: 2 errors, 2 warnings; 2 files to update\n")
     findings = text.split("\nFindings:\n", 1)[1]
-    assert findings.count("later-wave-move") == 1 and findings.count("Safe procedure") == 1
-    # Headed by the file the fix goes in (the annotation is merged where the file is deployed).
-    assert findings.startswith("  error   later-wave-move (apps/wave-0/plex.yaml): Each of these 4 objects moves\n")
-    procedure = " ".join(findings.split("Safe procedure: ", 1)[1].split("fix:", 1)[0].split())
-    assert procedure == ("first merge a change that only adds the annotation `kustomize.toolkit.fluxcd.io/prune: "
-                         "disabled` to Namespace plex, PersistentVolumeClaim plex/plex-data, Service plex/plex and "
-                         "apps/Deployment plex/plex in apps/wave-0/plex.yaml, wait until apps-wave-0 has reconciled "
-                         "it (`flux get kustomization apps-wave-0`), then make this move")
-    objects = [line.split(" (")[0].strip("- ") for line in findings.splitlines() if line.startswith("          - ")]
-    assert objects == ["Namespace plex", "PersistentVolumeClaim plex/plex-data",  # data loss first
-                       "Service plex/plex", "apps/Deployment plex/plex"]
+    assert findings.count("later-wave-move") == 1 and findings.count("next: ") == 1
+    # Headed by the file the fix goes in (the annotation is merged where the file is deployed), then one
+    # headline: what the move does, to which object (the first that loses data).
+    assert findings.startswith("  error   later-wave-move (apps/wave-0/plex.yaml): Moving to wave 2 deletes\n"
+                               "          `Namespace plex` and 3 more objects before the new wave recreates them\n")
+    procedure = " ".join(findings.split("next: ", 1)[1].split("fix:", 1)[0].split())
+    assert procedure == ("First merge a change that only adds the annotation `kustomize.toolkit.fluxcd.io/prune: "
+                         "disabled` to `Namespace plex`, `PersistentVolumeClaim plex/plex-data`, `Service plex/plex` "
+                         "and `apps/Deployment plex/plex` in `apps/wave-0/plex.yaml`, wait until apps-wave-0 has "
+                         "reconciled it (`flux get kustomization apps-wave-0`), then make this move")
+    listed = findings.split("next: ", 1)[0].splitlines()[2:-1]
+    assert listed == ["          - Namespace plex (loses data)",  # data loss first
+                      "          - PersistentVolumeClaim plex/plex-data (loses data)",
+                      "          - Service plex/plex", "          - apps/Deployment plex/plex"]
     assert "          fix:\n            metadata:\n              annotations:\n" in findings
+    # The why comes after the fix, each object's own cost in it.
+    assert "          - PersistentVolumeClaim plex/plex-data: the claim is deleted and its\n" in findings
     assert all(len(line) <= 80 for line in text.splitlines())  # not a terminal: 80 columns
     # `apply` does not clear a later-wave move, so check does not pretend it does.
     assert "run `wave-bot apply` to make the 2 change(s); fix the 2 error(s) listed above" in err
     assert "(`wave-bot apply` does not clear them)" in err
 
     _, markdown, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--format", "markdown")
-    assert markdown.count("`later-wave-move`") == 1 and markdown.count("Safe procedure") == 1
-    assert markdown.count("How to fix") == 1
-    assert "\n  - 🛑 `Namespace plex`: the namespace is deleted and everything in it with it.\n" in markdown
+    assert markdown.count("`later-wave-move`") == 1 and markdown.count("**Safe step:**") == 1
+    assert markdown.count("How to fix") == 1 and markdown.split("#### Waves")[0].count("<summary>Why</summary>") == 1
+    assert "\n  - 💾 `PersistentVolumeClaim plex/plex-data` (data loss)\n" in markdown
+    why = markdown.split("<summary>Why</summary>", 1)[1].split("</details>", 1)[0]
+    assert "\n  - `Namespace plex`: the namespace is deleted and everything in it with it.\n" in why
 
     _, raw, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--format", "json")
     out = json.loads(raw)
@@ -187,6 +196,12 @@ def test_a_moved_file_is_one_finding_with_its_objects_inside(
     members = [out["findings"][i] for i in group["findings"]]
     assert [m["resource"] for m in members][:2] == ["Namespace plex", "PersistentVolumeClaim plex/plex-data"]
     assert len(members) == 4 and all(m["code"] == "later-wave-move" for m in members)  # per object: kept
+    # The objects as data: each finding's, and the group's, data loss first.
+    assert [m["objects"] for m in members][1] == [{"kind": "PersistentVolumeClaim", "group": "", "namespace": "plex",
+                                                   "name": "plex-data", "loses_data": True}]
+    assert [(o["kind"], o["loses_data"]) for o in group["objects"]] == [
+        ("Namespace", True), ("PersistentVolumeClaim", True), ("Service", False), ("Deployment", False)]
+    assert group["headline"].startswith("Moving to wave 2 deletes `Namespace plex` and 3 more objects")
 
 
 def test_once_the_stateful_objects_are_protected_the_rest_get_the_procedure_once(
@@ -202,20 +217,26 @@ def test_once_the_stateful_objects_are_protected_the_rest_get_the_procedure_once
     _plex_to_wave_2(example_repo)
     _, text, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--no-fixes")
     findings = text.split("\nFindings:\n", 1)[1]
-    assert findings.count("Safe procedure") == 1 and findings.count("remove the annotation") == 1
-    warning = findings.split("  info    ", 1)[0]
-    assert warning.startswith("  warning later-wave-move (apps/wave-0/plex.yaml): Each of these 2 objects moves")
-    assert " ".join(warning.split()).endswith("then make this move: - Service plex/plex (warning) "
-                                              "- apps/Deployment plex/plex (warning)")
+    assert findings.count("next: First merge") == 1 and findings.count("remove the annotation") == 1
+    warning, info = findings.split("  info    ", 1)
+    # Only the two objects Flux still deletes are at risk: named in the headline, listed, none losing data.
+    assert " ".join(warning.split()).startswith(
+        "warning later-wave-move (apps/wave-0/plex.yaml): Moving to wave 2 deletes `Service plex/plex` and "
+        "`apps/Deployment plex/plex` before the new wave recreates them - Service plex/plex - apps/Deployment "
+        "plex/plex next: First merge a change")
+    assert "loses data" not in findings
+    # The protected ones move safely: their finding says so, without a step.
+    assert " ".join(info.split()).startswith("later-wave-move (apps/wave-2/plex.yaml): Each of these 2 objects "
+                                             "moves from wave 0")
     _, markdown, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--format", "markdown")
-    assert markdown.count("Safe procedure") == 1
-    assert "then make this move:\n  - ⚠️ `Service plex/plex`\n  - ⚠️ `apps/Deployment plex/plex`\n" in markdown
+    assert markdown.count("**Safe step:**") == 1
+    assert "recreates them\n  - `Service plex/plex`\n  - `apps/Deployment plex/plex`\n" in markdown
 
 
 def test_no_fixes_hides_them(example_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _plex_to_wave_2(example_repo)
     _, text, _ = _run(capsys, "plan", str(example_repo), "--base", "main", "--no-fixes")
-    assert "fix:" not in text and "annotations:" not in text and "Safe procedure" in text
+    assert "fix:" not in text and "annotations:" not in text and "next: First merge a change" in text
 
 
 def test_text_wraps_to_the_terminal(example_repo: Path, capsys: pytest.CaptureFixture[str],
@@ -348,10 +369,14 @@ def test_a_500_service_pr_fits_one_github_comment_most_important_first(make_repo
     assert len(shown) > 20 and set(shown) == {"error"}  # data loss first; the restarts are what is cut
     cut = comment.rstrip().splitlines()[-1]
     # The info note is base-is-work-tree: no deployed revision was given.
+    sections = {"the waves": "#### Waves", "the moves": "#### Moves", "the files written": "#### Files wave-bot writes",
+                "the gating notes": f"#### {report.GATING_TITLE}", "the wave graph": "<summary>Wave graph</summary>"}
+    left_out = [name for name, heading in sections.items() if heading not in comment]
+    assert left_out[:2] == ["the waves", "the moves"]  # the two tables of 500 rows do not fit
+    assert all(heading in summary for heading in sections.values())
+    named = ", ".join(left_out[:-1]) + " and " + left_out[-1]
     assert cut == (f"✂️ This comment is cut to fit. Not shown: {126 - len(shown)} more errors, "
-                   f"{501 - 2 * len(shown)} more warnings, 1 more info note; the waves, the moves, "
-                   "the files written, the gating notes and the wave "
-                   f"graph. {pointer}")
+                   f"{501 - 2 * len(shown)} more warnings, 1 more info note; {named}. {pointer}")
     assert summary.count("`later-wave-move`") == 250 and "✂️" not in summary
     from support.rendered import assert_renders_as_intended
 
