@@ -8,9 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks import acceptance, cascade, gating, restored, review, tiers
-from bot.checks import cutover as lifecycle
-from bot.checks import deletes as hazards
+from bot.checks import acceptance, cascade, cutover, deletes, gating, restored, review, tiers
 from bot.checks.registry import PlanContext, ReviewContext, run_checks, run_review
 from bot.checks.removal import (
     kustomization_references,
@@ -199,52 +197,52 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     here = read_inventory(tree, config, cache) if base is not None else None
     before = read_inventory(base, config, cache) if base is not None else None
     flux = here.flux if here is not None else read_flux_kustomizations(tree, config, cache)
-    cutover = lifecycle.cutover(flux, before, config)
-    if cutover is not None and here is None:
+    adoption = cutover.cutover(flux, before, config)
+    if adoption is not None and here is None:
         here = read_inventory(tree, config, cache)
-    if cutover is not None and here is not None and cutover.step == 1:
-        return _release_plan(tree, config, graph, files, existing, cutover, here, before, cache)
-    if cutover is not None and config.kustomization_template is None:
+    if adoption is not None and here is not None and adoption.step == 1:
+        return _release_plan(tree, config, graph, files, existing, adoption, here, before, cache)
+    if adoption is not None and config.kustomization_template is None:
         # Step 2: the waves are the legacy Kustomization but for name, path and dependsOn.
-        template, template_source = lifecycle.legacy_template(tree, cutover.legacy), cutover.legacy.path
+        template, template_source = cutover.legacy_template(tree, adoption.legacy), adoption.legacy.path
         if config.where("root_depends_on")[0] is None:
-            config = dataclasses.replace(config, root_depends_on=cutover.legacy.depends_on)
+            config = dataclasses.replace(config, root_depends_on=adoption.legacy.depends_on)
     else:
         template, template_source = render.resolve_template(tree, config)
         config = wiring.keep_root(config, flux, template_source)
-    if cutover is not None:
-        lifecycle.check_wave_roots(flux, cutover.legacy, config.root_depends_on)
+    if adoption is not None:
+        cutover.check_wave_roots(flux, adoption.legacy, config.root_depends_on)
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
     protecting, held_findings = stepping.hold(tree, config, held, placed_as)
     moves += protecting
     generated = _generated(tree, files, (*waves, *sides), template, config)
     writes = _writes(tree, generated)
-    retired = _retire(tree, config, cutover, waves, fix_overlays) if cutover is not None else []
-    if cutover is not None:  # the grouping folders' kustomizations go with the apps directory's
-        retired += [Change("delete", path) for path in lifecycle.group_kustomizations(tree, config, files)]
+    retired = _retire(tree, config, adoption, waves, fix_overlays) if adoption is not None else []
+    if adoption is not None:  # the grouping folders' kustomizations go with the apps directory's
+        retired += [Change("delete", path) for path in cutover.group_kustomizations(tree, config, files)]
     # What Flux will apply once this lands, and (against the base) what it will delete.
     pending = [*moves, *writes, *retired]
-    lifecycle.check_references_kept(tree, moves, [c.path for c in [*writes, *retired]], config)
+    cutover.check_references_kept(tree, moves, [c.path for c in [*writes, *retired]], config)
     # With nothing to change (the steady state of most bot runs) what Flux applies once this lands
     # is the work tree, already read: reading it again would only repeat the same inventory.
     # Without changes the planned tree is the work tree: read it directly, not through the overlay.
     now = here if here is not None and not pending else read_inventory(
         PlannedTree(tree, pending) if pending else tree, config, cache)
-    if cutover is not None and here is not None:
+    if adoption is not None and here is not None:
         # Everything the legacy applied stays applied, by the waves or another Flux Kustomization.
-        legacy_objects = [o for o in here.others if o.owner == cutover.legacy.name]
-        loose = bool(cutover.legacy.target_namespace)
-        applied = {lifecycle.object_key(r.id, loose) for r in now.resources}
-        applied |= {lifecycle.object_key(o.id, loose) for o in now.others}
-        lost = lifecycle.left_behind(legacy_objects, applied, _unit_paths(files), config, loose)
+        legacy_objects = [o for o in here.others if o.owner == adoption.legacy.name]
+        loose = bool(adoption.legacy.target_namespace)
+        applied = {cutover.object_key(r.id, loose) for r in now.resources}
+        applied |= {cutover.object_key(o.id, loose) for o in now.others}
+        lost = cutover.left_behind(legacy_objects, applied, _unit_paths(files), config, loose)
         if lost:
-            raise lifecycle.left_behind_error(cutover.legacy, lost, config)
+            raise cutover.left_behind_error(adoption.legacy, lost, config)
     findings = [*held_findings, *_placement_findings(files, graph, config)]
     findings += restored.regeneration_findings(tree, writes, config, template_source, base)
-    if cutover is not None and here is not None:
-        findings.append(lifecycle.step_2_finding(
-            cutover, here, config, waves, template_source,
-            file_kept=any(c.path == cutover.legacy.path and c.action == "update" for c in retired)))
+    if adoption is not None and here is not None:
+        findings.append(cutover.step_2_finding(
+            adoption, here, config, waves, template_source,
+            file_kept=any(c.path == adoption.legacy.path and c.action == "update" for c in retired)))
     if before is not None:
         assert base is not None
         removed, references, removal = waves_to_remove(tree, before, now, targets, config, fix_overlays,
@@ -257,7 +255,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
                      for n in removed]
         findings += [wave_removable_finding(before, n, config, refs, fix_overlays)
                      for n, refs in references.items() if n not in removed]
-        findings += cascade.with_cascades(hazards.hazard_findings(before, now, config), base, before, config)
+        findings += cascade.with_cascades(deletes.hazard_findings(before, now, config), base, before, config)
         findings += stepping.removable(tree, base, files, config)  # the annotation of a held move, once moved
         deepest_before = max(existing_waves(base, config), default=None)
         # Where each file was at base, from the inventory already read (no second walk of the base).
@@ -268,10 +266,10 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     else:
         base_waves = None
         removed, removal = (), []
-        findings += [*now.problems, *hazards.duplicate_findings(now), *hazards.shared_findings(ownership(now, config))]
+        findings += [*now.problems, *deletes.duplicate_findings(now), *deletes.shared_findings(ownership(now, config))]
         if moves:
             deployed = here or read_inventory(tree, config, cache)
-            findings += cascade.with_cascades(hazards.work_tree_move_findings(deployed, now, config), tree, deployed,
+            findings += cascade.with_cascades(deletes.work_tree_move_findings(deployed, now, config), tree, deployed,
                                               config)
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
@@ -355,21 +353,21 @@ def _said(finding: Finding, others: Sequence[Finding]) -> bool:
 
 
 def _retire(
-    tree: Tree, config: Config, cutover: lifecycle.Cutover, waves: tuple[int, ...], fix_overlays: bool
+    tree: Tree, config: Config, adoption: cutover.Cutover, waves: tuple[int, ...], fix_overlays: bool
 ) -> list[Change]:
     """Cutover step 2: delete the legacy Kustomization's file, the apps directory's own kustomization,
     every line referring to the legacy Kustomization (its base entry, overlay patches for it) and the
     patch files only it used. With --fix-overlays the waves' base entries take the legacy entry's
     place, in its style."""
-    legacy = cutover.legacy
-    retired = lifecycle.retire_change(tree, legacy)
+    legacy = adoption.legacy
+    retired = cutover.retire_change(tree, legacy)
     refs = kustomization_references(tree, config, legacy.name, legacy.path)
     base_entry = next((r for r in refs if r.key == "resources"), None)
     if retired.action != "delete":  # the file keeps other documents, so its entry stays
         refs = tuple(r for r in refs if r.key != "resources")
     read = {r.path: tree.read(r.path) for r in [*refs, *([base_entry] if base_entry else [])]}
     if fix_overlays and base_entry is not None:
-        read[base_entry.path] = lifecycle.wave_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
+        read[base_entry.path] = cutover.wave_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
     changes = removal_changes(read, [r.item for r in refs])
     if base_entry is not None and base_entry.path not in {c.path for c in changes} and fix_overlays:
         changes.append(Change("update", base_entry.path, content=read[base_entry.path]))
@@ -417,20 +415,20 @@ def _compact(changes: list[Change]) -> list[Change]:
 
 def _release_plan(
     tree: Tree, config: Config, graph: WaveGraph, files: list[AppFile], existing: set[int],
-    cutover: lifecycle.Cutover, here: Inventory, before: Inventory | None, cache: ParseCache,
+    adoption: cutover.Cutover, here: Inventory, before: Inventory | None, cache: ParseCache,
 ) -> Plan:
     """Cutover step 1: nothing moves; the legacy Kustomization only stops pruning."""
-    release = lifecycle.release_change(tree, cutover.legacy)
+    release = cutover.release_change(tree, adoption.legacy)
     changes = (release,) if release is not None else ()
     staying = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
     deepest = max((f.target_wave for f in files if isinstance(f.target_wave, int)), default=None)
-    step_1 = lifecycle.step_1_finding(cutover, here, config, deepest)
-    outside = lifecycle.outside_units(here, cutover.legacy, _unit_paths(files), config)
+    step_1 = cutover.step_1_finding(adoption, here, config, deepest)
+    outside = cutover.outside_units(here, adoption.legacy, _unit_paths(files), config)
     if outside:
-        exc = lifecycle.left_behind_error(cutover.legacy, outside, config)
+        exc = cutover.left_behind_error(adoption.legacy, outside, config)
         step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop: {exc.message}; {exc.hint}")
     try:  # what would stop step 2 is said now, while step 1 waits to be deployed
-        lifecycle.group_kustomizations(tree, config, files)
+        cutover.group_kustomizations(tree, config, files)
     except WaveBotError as exc:
         step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop at {exc.location()}: "
                                                      f"{exc.message}; {exc.hint}")
@@ -442,10 +440,10 @@ def _release_plan(
     placed = [dataclasses.replace(f, path=f.target, wave=f.target_wave) for f in files]
     split_sides = tuple(sorted({f.target_wave for f in files if isinstance(f.target_wave, Side)}))
     split = Plan(config, graph, tuple(placed), tuple(range(deepest + 1)) if deepest is not None else (), (), (),
-                 cutover.legacy.path, sides=split_sides)
+                 adoption.legacy.path, sides=split_sides)
     if before is not None:
         now = read_inventory(PlannedTree(tree, changes), config, cache)
-        findings += hazards.hazard_findings(before, now, config)
+        findings += deletes.hazard_findings(before, now, config)
     return Plan(
         config=config,
         graph=graph,
@@ -453,7 +451,7 @@ def _release_plan(
         waves=tuple(sorted(existing)),
         changes=changes,
         findings=tuple(sorted(set(findings), key=Finding.sort_key)),
-        template_source=cutover.legacy.path,
+        template_source=adoption.legacy.path,
         split=split,
     )
 

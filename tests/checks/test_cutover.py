@@ -218,7 +218,7 @@ def test_two_empty_waves_go_in_one_change_with_exactly_their_lines(
 ) -> None:
     # Several items leave the same list in one change: each removal must not shift the next one
     # onto a neighbour (base kustomization: cluster-vars.yaml follows the wave entries).
-    from test_hazards import add_wave
+    from test_deletes import add_wave
 
     def one_regex_patch() -> None:
         path = example_repo / "clusters/dev/kustomization.yaml"
