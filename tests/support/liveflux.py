@@ -9,7 +9,7 @@ What runs, and what stands in for what does not:
 - etcd (one member, loopback, no fsync), kube-apiserver (a static token with system:masters,
   AlwaysAllow, an audit log of every delete), kube-controller-manager with only the namespace,
   garbage-collector and PVC-protection controllers, and kustomize-controller out of cluster
-  (--kubeconfig, a short --requeue-dependency).
+  (KUBECONFIG, a short --requeue-dependency).
 - source-controller does not run: each revision is a tar.gz of the repository's files served over
   local HTTP, and the harness writes the GitRepository `flux-system` status as source-controller
   would (artifact url, revision `main@sha1:…`, `sha256:` digest, lastUpdateTime; Ready=True).
@@ -310,11 +310,11 @@ class Cluster:
         self.artifacts.root.mkdir()
         self.artifact_url = self.artifacts.start()
         self._spawn("kustomize-controller", [
-            str(self.bin / "kustomize-controller"), f"--kubeconfig={w / 'kubeconfig'}",
+            str(self.bin / "kustomize-controller"),
             "--enable-leader-election=false", "--watch-all-namespaces=true",
             f"--metrics-addr=127.0.0.1:{_free_port()}", f"--health-addr=127.0.0.1:{_free_port()}",
             "--requeue-dependency=1s", "--no-remote-bases=true", "--http-retry=2", "--log-level=info"],
-            env={"RUNTIME_NAMESPACE": NAMESPACE})
+            env={"RUNTIME_NAMESPACE": NAMESPACE, "KUBECONFIG": str(w / "kubeconfig")})
         self.apply({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
                     "metadata": {"name": NAMESPACE, "namespace": NAMESPACE},
                     "spec": {"url": "https://git.invalid/repository", "interval": "10m",
@@ -519,7 +519,7 @@ class Cluster:
     def deletions(self, since: int) -> set[Ref]:
         """Every object the API server deleted after audit offset `since` (successful requests only)."""
         self._discover()
-        plural_kind = {(g, tmpl.rsplit("/", 1)[1]): kind for (g, kind), (tmpl, _) in self.resources.items()}
+        plural_kind = {(g, tmpl.rsplit("}", 1)[1]): kind for (g, kind), (tmpl, _) in self.resources.items()}
         out: set[Ref] = set()
         with open(self.work / "audit.log", "rb") as f:
             f.seek(since)
@@ -530,8 +530,9 @@ class Cluster:
                     continue
                 group = ref.get("apiGroup", "")
                 kind = plural_kind.get((group, ref.get("resource", "")), ref.get("resource", ""))
-                if event["verb"] == "delete":
-                    out.add(Ref(group, kind, ref.get("namespace", ""), ref.get("name", "")))
+                namespaced = self.resources.get((group, kind), ("", True))[1]
+                if event["verb"] == "delete":  # a Namespace's own request names it as its namespace too
+                    out.add(Ref(group, kind, ref.get("namespace", "") if namespaced else "", ref.get("name", "")))
                 elif event["verb"] == "deletecollection":
                     for item in (event.get("responseObject") or {}).get("items") or []:
                         meta = item.get("metadata") or {}
