@@ -13,17 +13,19 @@ What runs, and what stands in for what does not:
 - source-controller does not run: each revision is a tar.gz of the repository's files served over
   local HTTP, and the harness writes the GitRepository `flux-system` status as source-controller
   would (artifact url, revision `main@sha1:…`, `sha256:` digest, lastUpdateTime; Ready=True).
-- No kubelet, scheduler or workload controllers run: nothing becomes a Pod. kustomize-controller's
-  health checks (`wait: true`, `healthChecks`) therefore see Deployments that never roll out; the
-  scenarios played here set neither, so a Kustomization is Ready once applied. What this cannot
-  show: a Kustomization held back by an unhealthy workload (its dependents then wait forever).
+- No kubelet, scheduler, volume binder or workload controller runs: nothing becomes a Pod. While
+  it waits for a revision, the harness writes the status those would: every Deployment rolled out
+  and available, every claim Bound; so kustomize-controller's health checks (`wait: true`,
+  `healthChecks`, kstatus) pass once an object is applied. What this cannot show: a Kustomization
+  held back by a workload that never becomes healthy (its dependents then wait on it).
 - Kinds the control plane does not serve get a permissive CRD (any spec), named by the repository's
   objects: `HelmRelease` among them, whose release helm-controller would install and uninstall: it
   does not run, so a chart's objects never exist and their uninstall is not observed.
 - Test fixtures abbreviate some objects (a Deployment or a claim without a spec) that the API
   server would refuse; the artifact fills the smallest valid spec in where one is missing (nothing
   of identity, labels or annotations changes). Namespaces that objects name but no revision defines
-  are created beforehand, as an unmanaged part of the cluster.
+  are created beforehand, as an unmanaged part of the cluster, and so is an empty ConfigMap or
+  Secret for each `postBuild.substituteFrom` referent the repository does not hold (placeholders).
 
 What the API server deleted is read from its audit log: a `delete` names one object; the namespace
 controller's `deletecollection` is logged with the objects it returned.
@@ -216,6 +218,23 @@ def _namespaces_named(files: Mapping[str, bytes]) -> tuple[set[str], set[str]]:
         elif meta.get("namespace"):
             named.add(str(meta["namespace"]))
     return named, defined
+
+
+def _substitution_referents(files: Mapping[str, bytes]) -> set[tuple[str, str]]:
+    """(kind, name) of each ConfigMap or Secret a Flux Kustomization's postBuild.substituteFrom names
+    that `files` do not define: the harness creates them empty (placeholders: every variable unset)."""
+    named, defined = set(), set()
+    for _, doc in _documents(files):
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        if doc.get("kind") in ("ConfigMap", "Secret"):
+            defined.add((str(doc["kind"]), str(meta.get("name"))))
+        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+        post = spec.get("postBuild") if isinstance(spec.get("postBuild"), dict) else {}
+        if str(doc.get("apiVersion", "")).startswith(f"{FLUX_GROUP}/") and doc.get("kind") == "Kustomization":
+            for ref in post.get("substituteFrom") or []:
+                if isinstance(ref, dict) and ref.get("kind") in ("ConfigMap", "Secret"):
+                    named.add((str(ref["kind"]), str(ref.get("name"))))
+    return named - defined
 
 
 def _kinds(files: Mapping[str, bytes]) -> set[tuple[str, str, str]]:
@@ -450,6 +469,9 @@ class Cluster:
         kinds = _kinds(files)
         self.serve(kinds)
         self.touched |= {(g, k) for g, _, k in kinds}
+        for kind, name in sorted(_substitution_referents(files)):
+            self.apply({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": NAMESPACE},
+                        "data": {}})
         named, defined = _namespaces_named(files)
         for ns in sorted(named - defined - SYSTEM_NAMESPACES):
             self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -489,7 +511,37 @@ class Cluster:
         time.sleep(1.5)
         return self._state(revision) == state
 
+    def _roll_out(self) -> None:
+        """Write the status the missing controllers would: every Deployment rolled out and available,
+        every claim Bound (what kustomize-controller's health checks, kstatus, wait for)."""
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        for d in self.list("apps", "Deployment"):
+            meta, status = d["metadata"], d.get("status") or {}
+            if status.get("observedGeneration") == meta["generation"] or meta.get("deletionTimestamp"):
+                continue
+            replicas = (d.get("spec") or {}).get("replicas", 1)
+            self._status("apps", "Deployment", d, {"observedGeneration": meta["generation"], "replicas": replicas,
+                             "updatedReplicas": replicas, "readyReplicas": replicas,
+                             "availableReplicas": replicas, "conditions": [
+                                 {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                                  "lastUpdateTime": now, "lastTransitionTime": now},
+                                 {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+                                  "lastUpdateTime": now, "lastTransitionTime": now}]})
+        for c in self.list("", "PersistentVolumeClaim"):
+            if (c.get("status") or {}).get("phase") != "Bound" and not c["metadata"].get("deletionTimestamp"):
+                modes = (c.get("spec") or {}).get("accessModes")
+                self._status("", "PersistentVolumeClaim", c, {"phase": "Bound", "accessModes": modes,
+                                 "capacity": {"storage": "1Gi"}})
+
+    def _status(self, group: str, kind: str, obj: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+        meta = obj["metadata"]
+        url = self.path(group, kind, meta["namespace"], meta["name"]) + "/status"
+        code, out = self._request("PATCH", url, json.dumps({"status": status}).encode(),
+                                  "application/merge-patch+json")
+        assert code == 200 or meta.get("deletionTimestamp") or code == 404, f"status of {kind} {meta['name']}: {out}"
+
     def _state(self, revision: str) -> tuple[Any, ...] | None:
+        self._roll_out()
         ks = self.list(FLUX_GROUP, "Kustomization")
 
         def ready(k: Mapping[str, Any]) -> dict[str, Any]:
@@ -507,8 +559,12 @@ class Cluster:
             # the Kustomization reconciles at its next requeue.
             waiting = ready(k).get("reason") == "DependencyNotReady" and any(
                 d.get("name") not in done for d in spec.get("dependsOn") or [])
-            if not waiting and (status.get("lastAttemptedRevision") != revision
-                                or status.get("observedGeneration") != k["metadata"]["generation"]):
+            # Handled: attempted this revision and finished (a failure leaves Reconciling with the
+            # reason ProgressingWithRetry), or its path is missing (it attempts nothing then).
+            conditions = {c["type"]: c for c in status.get("conditions") or []}
+            finished = conditions.get("Reconciling", {}).get("reason", "ProgressingWithRetry") == "ProgressingWithRetry"
+            no_path = "kustomization path not found" in ready(k).get("message", "")
+            if not (waiting or no_path or (status.get("lastAttemptedRevision") == revision and finished)):
                 return None
             seen.append((k["metadata"]["name"], ready(k).get("reason"), status.get("lastAppliedRevision"),
                          len((status.get("inventory") or {}).get("entries") or [])))
