@@ -498,8 +498,25 @@ class Cluster:
                     "metadata": {"name": NAMESPACE, "namespace": NAMESPACE},
                     "spec": {"interval": "10m", "path": "./clusters/base", "prune": True,
                              "sourceRef": {"kind": "GitRepository", "name": NAMESPACE}}})
-        self._wait(lambda: self._settled(revision), timeout, f"every Kustomization to handle {label}")
+        try:
+            self._wait(lambda: self._settled(revision), timeout, f"every Kustomization to handle {label}")
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}:\n{self._describe(revision)}") from None
         return revision
+
+    def _describe(self, revision: str) -> str:
+        """Each Kustomization's progress, for a timeout's message."""
+        lines = []
+        for k in self.list(FLUX_GROUP, "Kustomization"):
+            status = k.get("status") or {}
+            conditions = {c["type"]: f"{c['status']} {c['reason']}: {c['message'][:300]}"
+                          for c in status.get("conditions") or []}
+            lines.append(f"- {k['metadata']['name']} (this revision attempted: "
+                         f"{status.get('lastAttemptedRevision') == revision}, deleting: "
+                         f"{bool(k['metadata'].get('deletionTimestamp'))}) {conditions}")
+        lines += [f"- Namespace {ns['metadata']['name']} terminating" for ns in self.list("", "Namespace")
+                  if (ns.get("status") or {}).get("phase") == "Terminating"]
+        return "\n".join(lines)
 
     def _settled(self, revision: str) -> bool:
         """Every Kustomization handled `revision` (or waits on a dependency that did not become
