@@ -580,7 +580,12 @@ class Cluster:
             # reason ProgressingWithRetry), or its path is missing (it attempts nothing then).
             conditions = {c["type"]: c for c in status.get("conditions") or []}
             finished = conditions.get("Reconciling", {}).get("reason", "ProgressingWithRetry") == "ProgressingWithRetry"
-            no_path = "kustomization path not found" in ready(k).get("message", "")
+            # Nothing to attempt: its path is missing, or its source is not there (a nested
+            # Kustomization moved to another namespace by a kustomization's `namespace:` looks for
+            # its GitRepository there).
+            message = ready(k).get("message", "")
+            no_path = "kustomization path not found" in message or (
+                ready(k).get("reason") == "ArtifactFailed" and "GitRepository" in message and "not found" in message)
             if not (waiting or no_path or (status.get("lastAttemptedRevision") == revision and finished)):
                 return None
             seen.append((k["metadata"]["name"], ready(k).get("reason"), status.get("lastAppliedRevision"),
