@@ -32,9 +32,12 @@ from support.liveflux import Cluster, Ref, cluster
 
 CASES = int(os.environ.get("LIVEFLUX_CASES", "0"))
 """Random scenarios through real Flux (about 20 s each). 0 by default, so not yet in CI: the first
-run found a scenario the simulation models differently (a unit kustomization's `namespace:` moves a
-nested Flux Kustomization out of flux-system, where real Flux finds no GitRepository and applies
-nothing), still to be resolved (issue 31)."""
+runs found where real Flux and the simulation part, still to be resolved (issue 31):
+- a unit kustomization's `namespace:` moves a nested Flux Kustomization out of flux-system, where
+  real Flux finds no GitRepository and applies nothing (the simulation reconciles it);
+- the `noprune` layout's wave template (NO_PRUNE in tests/flux/test_fluxsim.py) has no
+  `metadata.namespace`: real Flux's root fails its apply ("namespace not specified") and so
+  prunes nothing (the simulation's root always applies), e.g. `remove-platform` deletes nothing."""
 TESTS = Path(__file__).resolve().parents[1]
 
 
