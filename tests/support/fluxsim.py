@@ -356,6 +356,9 @@ class Outcome:
     histories: int = 0
     rendered: dict[Rid, Rid] = field(default_factory=dict)
     """Object -> the HelmRelease whose chart rendered it (at base)."""
+    always: set[Rid] | None = None
+    """What every history deletes (None before the first): what real Flux must delete, whichever
+    history it takes (tests/live/ holds it to that)."""
 
     @property
     def deleted(self) -> set[Rid]:
@@ -526,3 +529,4 @@ def _history(
             apply(m, actor, depth, late=True)
     for rid, d in deleted.items():
         outcome.deletions.setdefault(rid, set()).add(d)
+    outcome.always = set(deleted) if outcome.always is None else outcome.always & set(deleted)
