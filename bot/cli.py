@@ -136,7 +136,7 @@ def cmd_accept(args: argparse.Namespace) -> int:
     resources, args.path = _accept_args(args)
     tree, config = _load(args)
     kind = tree.kind(acceptance.ACCEPT_FILE)
-    accepted = acceptance.load(tree)  # an invalid file is refused here, before anything is written
+    accepted = acceptance.read_accepted(tree)  # an invalid file is refused here, before anything is written
     acceptance.refuse_new(resources, args.by, accepted, None)
     deleted: set[str] | None = None
     if args.base:

@@ -295,7 +295,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     # The tiers are plan data too (the report draws their graph), so not a registered check.
     tier_report = tiers.check(planned, config, builds, base)
     findings += tier_report.findings
-    findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
+    findings = acceptance.judge(findings, acceptance.read_accepted(tree), base is not None)
     # The next safe step: a move that would lose data waits, its objects protected first. Without
     # --base the work tree is what is deployed, so the same moves wait.
     unsafe = stepping.unsafe_moves(findings, files, _built_units(tree, files)) if hold else {}
@@ -333,7 +333,7 @@ def review_plan(tree: Tree, config: Config, mode: Mode, base: Tree | None = None
     # A stale spec.path is said once: as the build failure, with where the directory went.
     failed = {(f.path, f.line) for f in findings if f.code == "build-failed"}
     findings += [f for f in tier_report.findings if f.code != "tier-path-moved" or (f.path, f.line) not in failed]
-    findings = acceptance.judge(findings, acceptance.load(tree), base is not None)
+    findings = acceptance.judge(findings, acceptance.read_accepted(tree), base is not None)
     return Plan(
         config=config,
         graph=WaveGraph({}),
@@ -367,7 +367,7 @@ def _retire(
         refs = tuple(r for r in refs if r.key != "resources")
     read = {r.path: tree.read(r.path) for r in [*refs, *([base_entry] if base_entry else [])]}
     if fix_overlays and base_entry is not None:
-        read[base_entry.path] = cutover.wave_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
+        read[base_entry.path] = cutover.wave_base_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
     changes = removal_changes(read, [r.item for r in refs])
     if base_entry is not None and base_entry.path not in {c.path for c in changes} and fix_overlays:
         changes.append(Change("update", base_entry.path, content=read[base_entry.path]))

@@ -50,7 +50,7 @@ def _bad(what: str, line: int | None) -> WaveBotError:
     return WaveBotError(what, path=ACCEPT_FILE, line=line, hint=f"write it as\n{_EXAMPLE}")
 
 
-def load(tree: Tree) -> tuple[Acceptance, ...]:
+def read_accepted(tree: Tree) -> tuple[Acceptance, ...]:
     """The acceptances the tree's `.wave-bot-accept.yaml` holds; none without the file."""
     kind = tree.kind(ACCEPT_FILE)
     if kind is None:
@@ -228,5 +228,5 @@ def _entries(resources: Sequence[str], by: str, reason: str = "") -> str:
     return "".join(f"  - resource: {r}\n    by: {by}\n{why}" for r in resources)
 
 
-__all__ = ["ACCEPT_FILE", "DELETING", "NAME_PLACEHOLDER", "Acceptance", "add", "judge", "load",
+__all__ = ["ACCEPT_FILE", "DELETING", "NAME_PLACEHOLDER", "Acceptance", "add", "judge", "read_accepted",
            "looks_like_resource", "parse", "refuse_new"]

@@ -40,7 +40,7 @@ from bot.errors import WaveBotError
 from bot.flux.evalpaths import FLUX_UNSUPPORTED
 from bot.flux.inventory import Inventory
 from bot.flux.ownership import ownership
-from bot.flux.stateful import _loss, is_stateful
+from bot.flux.stateful import data_loss, is_stateful
 from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
 from bot.kustomize.build import build
 from bot.kustomize.files import Additions, find_kustomization
@@ -173,7 +173,7 @@ def _cascade(tree: Tree, path: str, value: Mapping[str, Any], rid: ResourceId, c
             continue
         deletes.append(obj_id)
         if is_stateful(obj_id, config):
-            stateful.append(f"{obj_id} ({_loss(obj_id, config)})")
+            stateful.append(f"{obj_id} ({data_loss(obj_id, config)})")
             lost.append(obj_id)
         if is_owner(obj_id):
             inner = _cascade(tree, source, obj, obj_id, config, depth + 1, seen | {directory})
@@ -295,7 +295,7 @@ def _stateful_values(values: Any, config: Config, where: str) -> list[str]:
         if isinstance(kind, str) and isinstance(api, str) and isinstance(meta, dict):
             obj = ResourceId.of(api, kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
             if is_stateful(obj, config):
-                found.append(f"{where} holds {obj}, which the chart renders: {_loss(obj, config)}")
+                found.append(f"{where} holds {obj}, which the chart renders: {data_loss(obj, config)}")
         for key, value in values.items():
             if key != "persistence":
                 found += _stateful_values(value, config, f"{where}.{key}")

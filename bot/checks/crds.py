@@ -333,7 +333,7 @@ def _race(tier: Tier, obj: Object, gk: GroupKind, source: Tier, upstream: set[tu
     )
 
 
-def check(entry: Entrypoint, config: Config, tree: Tree | None = None) -> tuple[list[Issue], list[Unknown]]:
+def provenance(entry: Entrypoint, config: Config, tree: Tree | None = None) -> tuple[list[Issue], list[Unknown]]:
     """The deadlocks and races on one entrypoint, and the kinds whose source it does not show; with the
     `tree` the objects come from, each with the line of the object."""
     return _check(entry, config, tree)
@@ -362,5 +362,5 @@ def _unknown(item: Unknown, config: Config) -> Finding:
 
 __all__ = [
     "BUILTIN_GROUPS", "CHART_GROUPS", "CODES", "FLUX_GROUPS", "SECOND_ORDER", "Creator", "Unknown",
-    "bootstrap_charts", "builtin", "charted", "check", "unknown_findings",
+    "bootstrap_charts", "builtin", "charted", "provenance", "unknown_findings",
 ]

@@ -156,7 +156,7 @@ def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
     return Change("update", legacy.path, content=out)
 
 
-def wave_entries(
+def wave_base_entries(
     data: bytes, entry: ListItem, legacy: FluxKustomization, waves: Sequence[int], config: Config
 ) -> bytes:
     """The base kustomization with an entry per wave right after the legacy entry, in its style; the
@@ -468,5 +468,5 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 __all__ = [
     "Cutover", "check_references_kept", "check_wave_roots", "cutover", "group_kustomizations", "left_behind",
     "left_behind_error", "legacy_document", "legacy_kustomization", "legacy_template", "object_key", "outside_units",
-    "release_change", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding", "wave_entries",
+    "release_change", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding", "wave_base_entries",
 ]

@@ -30,7 +30,7 @@ from bot.config import Config
 from bot.fixes.stepping import kubectl_annotate
 from bot.flux.inventory import FluxKustomization, Inventory, Resource, ResourceId, WaveFile
 from bot.flux.ownership import Copy, Ownership, may_prune, ownership
-from bot.flux.stateful import _loss, is_stateful
+from bot.flux.stateful import data_loss, is_stateful
 from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
 from bot.model import Finding, FindingObject
 from bot.side import Slot, number, ready_before
@@ -191,7 +191,7 @@ def _later(rid: ResourceId, old: Resource, new: Resource, protected: bool, confi
             path=new.path, line=new.line, wave=new.wave, resource=str(rid), objects=(FindingObject.of(rid),),
         )
     stateful = is_stateful(rid, config)
-    cost = _loss(rid, config) if stateful else RESTART
+    cost = data_loss(rid, config) if stateful else RESTART
     late = (f" The annotation this change adds comes too late: the live object does not carry it when "
             f"{old_cr} prunes." if new.prune_disabled else "")
     if sealed:
@@ -314,7 +314,7 @@ def _owner_move(code: str, rid: ResourceId, old: Copy, new: Copy, keepers: set[s
             path=new.path, line=new.line, wave=new.wave, resource=str(rid), objects=(FindingObject.of(rid),),
         )
     stateful = is_stateful(rid, config)
-    cost = _loss(rid, config) if stateful else RESTART
+    cost = data_loss(rid, config) if stateful else RESTART
     return Finding(
         code=code,
         severity="error" if stateful else "warning",
@@ -353,7 +353,7 @@ def namespace_findings(findings: Sequence[Finding], base: Ownership, config: Con
         named = said.get(str(rid), [])
         if any(f.severity == "error" or not stateful for f in named):
             continue  # its own finding already says it is deleted
-        cost = f": {_loss(rid, config)}" if stateful else ""
+        cost = f": {data_loss(rid, config)}" if stateful else ""
         out.append(Finding(
             code="namespace-deleted",
             severity="error" if stateful else "warning",
@@ -423,7 +423,7 @@ def _dropped(rid: ResourceId, old: Resource, path: str, now: Inventory, protecte
                     "unmanaged. Put it back in a wave, or delete it by hand",
             path=path, wave=old.wave, resource=str(rid), objects=(FindingObject.of(rid),),
         )
-    cost = _loss(rid, config) if is_stateful(rid, config) else "it is deleted"
+    cost = data_loss(rid, config) if is_stateful(rid, config) else "it is deleted"
     return Finding(
         code="resource-dropped",
         severity="error",
@@ -455,7 +455,7 @@ def _removed(rid: ResourceId, old: Resource, protected: bool, config: Config) ->
     return Finding(
         code="resource-removed",
         severity="error",
-        message=f"{deleted}, so {old_cr} deletes {rid} when it reconciles: {_loss(rid, config)}. If the data "
+        message=f"{deleted}, so {old_cr} deletes {rid} when it reconciles: {data_loss(rid, config)}. If the data "
                 f"must survive, first merge a change that only adds the annotation {PRUNE_KEY}: {PRUNE_DISABLED} "
                 f"to it, wait until {old_cr} has reconciled it, then delete the file",
         path=old.path, line=old.line, wave=old.wave, resource=str(rid),

@@ -22,7 +22,7 @@ from bot.fixes.overlays import (
     regex_item,
     snippet,
 )
-from bot.flux.decryption import ENCRYPTED, DecryptionRule, rule_for, wave_objects, wave_of, wave_problem
+from bot.flux.decryption import ENCRYPTED, DecryptionRule, rule_for, wave_named, wave_objects, wave_problem
 from bot.flux.evalpaths import (
     EvalPath,
     WaveEntry,
@@ -255,7 +255,7 @@ def _missing_decryption(
 
 def _problem_finding(overlay: str, problem: Problem, config: Config, waves: Sequence[Slot]) -> Finding:
     patch, missing = problem.patch, problem.missing
-    wave = wave_of(missing.name, config) if missing is not None and missing.group == FLUX_GROUP else None
+    wave = wave_named(missing.name, config) if missing is not None and missing.group == FLUX_GROUP else None
     if missing is not None and wave is not None and wave not in waves and patch.touches_decryption:
         also = f", and delete {patch.path}" if patch.path else ""
         return Finding(

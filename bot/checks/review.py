@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from bot.config import Config
 from bot.flux.applied import Applied, FluxKs, FluxModel
-from bot.flux.stateful import _loss, chart_claims, is_stateful, resource_set_claims
+from bot.flux.stateful import chart_claims, data_loss, is_stateful, resource_set_claims
 from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY, is_helm_release
 from bot.model import Finding, FindingObject, Severity
 from bot.naming import is_yaml_name
@@ -128,9 +128,9 @@ def _is_flux_ks(rid: ResourceId) -> bool:
 
 def _lost(b: Built, config: Config) -> list[tuple[ResourceId, str]]:
     """(object, what its deletion loses) for the stateful objects deleting `b` deletes."""
-    out = [(b.id, _loss(b.id, config))] if is_stateful(b.id, config) else []
+    out = [(b.id, data_loss(b.id, config))] if is_stateful(b.id, config) else []
     owner = f"{b.id.kind} {b.id.namespace}/{b.id.name}"
-    out += [(r, f"{owner} is deleted and takes it with it: {_loss(r, config)}") for r in b.renders]
+    out += [(r, f"{owner} is deleted and takes it with it: {data_loss(r, config)}") for r in b.renders]
     return out
 
 

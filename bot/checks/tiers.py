@@ -18,7 +18,7 @@ from typing import Any
 
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.flux.decryption import wave_of
+from bot.flux.decryption import wave_named
 from bot.flux.tiers import BOOTSTRAP, DEFAULT_NAMESPACE, DependsOnEntry, Entrypoint, Issue, Tier, entrypoints
 from bot.kustomize.repository import Builds
 from bot.model import Finding
@@ -46,7 +46,7 @@ def merge(issues: Iterable[tuple[str, Issue]], config: Config, labels: Sequence[
         scope = "on every entrypoint" if len(on) == len(labels) and len(labels) > 1 else "on " + ", ".join(on)
         out.append(Finding(
             code=issue.code, severity=issue.severity, message=f"{issue.message} ({scope})", path=issue.path,
-            line=issue.line or None, wave=wave_of(issue.tier, config) if issue.tier else None,
+            line=issue.line or None, wave=wave_named(issue.tier, config) if issue.tier else None,
             overlay=on[0] if len(on) == 1 else None, resource=issue.resource, fix=issue.fix,
         ))
     return out
@@ -210,7 +210,7 @@ def _run(entries: list[Entrypoint], config: Config, tree: Tree) -> tuple[list[Fi
     issues += [(e, i) for e in entries for i in substitution.issues(e, config, seen, tree)]
     unknown: list[crds.Unknown] = []
     for entry in entries:
-        races, missing = crds.check(entry, config, tree)
+        races, missing = crds.provenance(entry, config, tree)
         issues += [(entry, i) for i in races]
         unknown += missing
     broken = {t.title for e, i in issues if i.severity != "info" for t in e.tiers if t.name == i.tier}

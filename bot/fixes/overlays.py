@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.flux.decryption import SOPS, DecryptionRule, configured_rule, wave_objects, wave_of, wave_problem
+from bot.flux.decryption import SOPS, DecryptionRule, configured_rule, wave_named, wave_objects, wave_problem
 from bot.flux.evalpaths import WaveEntry, base_kustomization, built_waves, discover_overlays, wave_entries
 from bot.flux.vocabulary import FLUX_GROUP
 from bot.kustomize.build import Build
@@ -25,7 +25,7 @@ from bot.layout import render
 from bot.model import Change
 from bot.repo.tree import PlannedTree, Tree
 from bot.side import SIDE_SUFFIX, Side, Slot, order
-from bot.yamlio.edit import dump, insert_item, item_text, literal, render_item, substitute
+from bot.yamlio.edit import dump_text, insert_item, item_text, literal, render_item, substitute
 
 
 def fix_overlays(tree: Tree, config: Config, waves: Sequence[Slot], builds: Builds | None = None) -> list[Change]:
@@ -307,7 +307,7 @@ def _smp_doc(result: Build, config: Config, n: Slot, rule: DecryptionRule) -> di
 
 def _clone(work: Work, template: PatchUse, result: Build, config: Config, n: Slot) -> list[Edit] | None:
     """The template patch copied for wave n, when it is a patch for exactly one other wave."""
-    waves = {wave_of(i.name, config) for i in template.applied_to if i.group == FLUX_GROUP}
+    waves = {wave_named(i.name, config) for i in template.applied_to if i.group == FLUX_GROUP}
     if len(template.applied_to) != 1 or len(waves) != 1 or None in waves:
         return None  # a patch of something else than one wave (a ConfigMap, several waves) is no template
     (m,) = waves
@@ -341,7 +341,7 @@ def _fresh(work: Work, template: PatchUse, result: Build, config: Config, n: Slo
         if path is None:
             return None
         header = f"# SOPS decryption for {config.wave_cr_name(n)} (added by wave-bot).\n"
-        edits.append(Edit(path, None, header + dump(content)))
+        edits.append(Edit(path, None, header + dump_text(content)))
         reference = posixpath.relpath(path, posixpath.dirname(template.file))
     if template.field == "patchesStrategicMerge":
         item: Any = reference

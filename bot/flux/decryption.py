@@ -179,12 +179,12 @@ def wave_problem(result: Build, config: Config, n: Slot, rule: DecryptionRule | 
     return None
 
 
-def wave_of(name: str, config: Config) -> Slot | None:
+def wave_named(name: str, config: Config) -> Slot | None:
     """The wave (or side branch) whose Flux Kustomization is named `name`; None for any other name."""
     return config.slot_of_cr_file(f"{name}.yaml")
 
 
 __all__ = [
     "CONTROLLER", "ENCRYPTED", "SOPS", "DecryptionRule", "configured_rule", "controller_keys", "decryption_problem",
-    "rule_for", "wave_objects", "wave_of", "wave_problem",
+    "rule_for", "wave_named", "wave_objects", "wave_problem",
 ]

@@ -33,7 +33,7 @@ def is_stateful(rid: ResourceId, config: Config) -> bool:
     return (rid.group, rid.kind) in _LOSS or stateful_entry(rid, config) is not None
 
 
-def _loss(rid: ResourceId, config: Config) -> str:
+def data_loss(rid: ResourceId, config: Config) -> str:
     """What deleting `rid` costs, for a stateful kind."""
     if (rid.group, rid.kind) in _LOSS:
         return _LOSS[(rid.group, rid.kind)]

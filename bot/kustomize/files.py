@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.errors import WaveBotError
-from bot.kustomize.select import ResId, Selector, _compile
+from bot.kustomize.select import ResId, Selector, validate_pattern
 from bot.kustomize.spec import (
     COMPONENT_API,
     EVALUATED,
@@ -415,7 +415,7 @@ def _selector(value: Any, where: str, kust: Kustomization, line: int) -> Selecto
     fields = {str(k): str(v) for k, v in value.items() if v not in (None, "")}
     for key in ("group", "version", "kind", "name", "namespace"):
         if key in fields:
-            _compile(fields[key], kust.path, line)
+            validate_pattern(fields[key], kust.path, line)
     return Selector(fields)
 
 

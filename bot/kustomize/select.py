@@ -67,7 +67,7 @@ def target_matches(pattern: str, value: str) -> bool:
 _full_match = target_matches
 
 
-def _compile(pattern: str, where: str, line: int | None) -> None:
+def validate_pattern(pattern: str, where: str, line: int | None) -> None:
     """Refuse a target regex kustomize refuses (`error parsing regexp`: it does not build at all)."""
     try:
         _regex(pattern)

@@ -27,7 +27,7 @@ class Literal(str):
 
 def literal(value: Any) -> Literal:
     """`value` dumped as YAML, to be written as a `|` block scalar (an inline patch)."""
-    return Literal(dump(value))
+    return Literal(dump_text(value))
 
 
 def _yaml() -> Any:
@@ -51,7 +51,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def dump(value: Any) -> str:
+def dump_text(value: Any) -> str:
     stream = io.StringIO()
     _yaml().dump(_plain(value), stream)
     return stream.getvalue()
@@ -59,7 +59,7 @@ def dump(value: Any) -> str:
 
 def render_item(value: Any) -> str:
     """`value` as one block-sequence item, dash at column 0."""
-    return dump([value]).rstrip("\n") + "\n"
+    return dump_text([value]).rstrip("\n") + "\n"
 
 
 def substitute(text: str, mapping: Mapping[str, str]) -> str:
@@ -274,5 +274,5 @@ def remove_document(data: bytes, path: str, index: int) -> bytes | None:
     return out
 
 
-__all__ = ["Literal", "dump", "insert_item", "item_text", "literal", "remove_document", "remove_item",
+__all__ = ["Literal", "dump_text", "insert_item", "item_text", "literal", "remove_document", "remove_item",
            "render_item", "substitute"]
