@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -335,11 +335,27 @@ def left_behind_error(legacy: FluxKustomization, parts: Mapping[str, int], confi
 
 
 def _moved(path: str, moving: Mapping[str, str]) -> tuple[str | None, str]:
-    """The moving unit `path` is in (None: none) and where `path` is once moved."""
-    for source, target in moving.items():
-        if path == source or path.startswith(source + "/"):
-            return source, target + path[len(source):]
+    """The moving unit `path` is in (None: none) and where `path` is once moved. Units do not nest, so
+    the one `path` is in is the first of its ancestors that moves: a look-up per level, not a scan of
+    every move (a repository of thousands of units moves thousands)."""
+    probe = path
+    while probe and probe != ".":
+        target = moving.get(probe)
+        if target is not None:
+            return probe, target + path[len(probe):]
+        probe = posixpath.dirname(probe)
     return None, path
+
+
+def _ancestors(paths: Iterable[str]) -> set[str]:
+    """Every directory strictly above one of `paths`."""
+    out: set[str] = set()
+    for path in paths:
+        parent = posixpath.dirname(path)
+        while parent and parent not in out:
+            out.add(parent)
+            parent = posixpath.dirname(parent)
+    return out
 
 
 def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequence[str], config: Config) -> None:
@@ -353,10 +369,10 @@ def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequenc
         return
     gone = set(replaced)
     apps = posixpath.normpath(config.apps_dir)
+    above_units = _ancestors(moving)
     for ref in read_kustomizations(tree, "").references:
         folder = posixpath.dirname(ref.kustomization)
-        if ref.kustomization in gone or folder == apps or folder.startswith(apps + "/") and any(
-                source.startswith(folder + "/") for source in moving):
+        if ref.kustomization in gone or folder == apps or folder.startswith(apps + "/") and folder in above_units:
             continue
         here, here_after = _moved(ref.kustomization, moving)
         there, there_after = _moved(ref.path, moving)
