@@ -197,7 +197,7 @@ def _cycle_issue(cycle: list[tuple[Tier, DependsOnEntry, Tier]]) -> Issue:
 
 def tier_findings(tree: Tree, config: Config, builds: Builds | None = None) -> list[Finding]:
     """Every tier check on every entrypoint: the dependsOn graph, substitution, CRD provenance."""
-    return _run(entrypoints(tree, config, builds), config, tree)[0]
+    return _run(entrypoints(tree, config), config, tree)[0]
 
 
 def _run(entries: list[Entrypoint], config: Config, tree: Tree) -> tuple[list[Finding], set[str]]:
@@ -252,7 +252,7 @@ def _key(finding: Finding) -> tuple[Any, ...]:
 
 def check(tree: Tree, config: Config, builds: Builds | None = None, base: Tree | None = None) -> TierReport:
     """`tier_findings` with the graph for the report and, against `base`, what the change introduces."""
-    entries = entrypoints(tree, config, builds)
+    entries = entrypoints(tree, config)
     nodes: dict[str, None] = {}
     edges: dict[tuple[str, str], None] = {}
     for entry in entries:

@@ -10,7 +10,6 @@ from bot.errors import WaveBotError
 from bot.flux.applied import Cluster, FluxKs, read_model
 from bot.flux.vocabulary import is_flux_kustomization
 from bot.kustomize.build import Object
-from bot.kustomize.repository import Builds
 from bot.model import Severity
 from bot.repo.tree import Tree
 from bot.yamlio import documents as yamlio
@@ -108,12 +107,11 @@ class Entrypoint:
         return [*self.objects, *(o for p in self.passes.values() if p is not None for o in p.objects)]
 
 
-def entrypoints(tree: Tree, config: Config, builds: Builds | None = None) -> list[Entrypoint]:
+def entrypoints(tree: Tree, config: Config) -> list[Entrypoint]:
     """One entrypoint per cluster of the model of what Flux applies (`bot.flux.applied`): its tiers
     are every Flux Kustomization the cluster reconciles (a root `flux bootstrap` or the Flux Operator
     makes for a sync path is not written anywhere, so it is no tier), each with the pass its build
-    gives, generated kustomizations included. `builds` is not used (the model builds each path once)."""
-    del builds
+    gives, generated kustomizations included."""
     return [_entrypoint(cluster) for cluster in read_model(tree, config).clusters]
 
 
