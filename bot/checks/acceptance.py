@@ -154,7 +154,7 @@ def _offer(code: str, resources: Sequence[str]) -> str:
 # ---- `wave-bot accept`: new entries, refused unless each names one deletion of the change --------
 
 _HEADER = ("# Deletions Flux performs on purpose, one entry per object, named exactly as wave-bot's findings\n"
-           "# name it: see README, \"Deleting on purpose\". Reviewed and merged with the change that deletes.\n")
+           "# name it: see docs/guides/deleting-on-purpose.md. Reviewed and merged with the change that deletes.\n")
 NAME_PLACEHOLDER = "<your name>"
 
 

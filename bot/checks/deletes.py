@@ -220,7 +220,7 @@ def _later_sealed(rid: ResourceId, old: Resource, new: Resource, stateful: bool,
     undo = f"once {new_cr} owns it, remove the annotation (the same command with `{PRUNE_KEY}-`)"
     if stateful:
         how = (f"Safe procedure: annotate the live object (the command in the fix), then accept this move for {rid} "
-               f"in .wave-bot-accept.yaml (resource and by:, see README); {undo}")
+               f"in .wave-bot-accept.yaml (resource and by:, see docs/guides/deleting-on-purpose.md); {undo}")
     else:
         # A Secret whose content is in git comes back as it was: the gap is the cost, not the data,
         # so this is no error and asks for no acceptance.

@@ -47,7 +47,7 @@ def test_accept_writes_a_staged_file_that_check_then_honours(example_repo: Path)
     assert (code, err) == (0, "")
     assert (example_repo / ACCEPT_FILE).read_text() == (
         "# Deletions Flux performs on purpose, one entry per object, named exactly as wave-bot's findings\n"
-        "# name it: see README, \"Deleting on purpose\". Reviewed and merged with the change that deletes.\n"
+        "# name it: see docs/guides/deleting-on-purpose.md. Reviewed and merged with the change that deletes.\n"
         "accept:\n"
         "  - resource: Namespace pihole\n    by: alice\n    reason: pihole is retired\n"
         "  - resource: PersistentVolumeClaim pihole/pihole-data\n    by: alice\n    reason: pihole is retired\n")
