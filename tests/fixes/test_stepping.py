@@ -277,7 +277,8 @@ def test_a_sops_secret_that_is_state_moving_later_is_an_error_whose_fix_is_kubec
         "apps/wave-0/gitea-bootstrap-secret.sops.yaml is SOPS-encrypted, so it cannot carry "
         f"`{PRUNE}: disabled` (editing it breaks its MAC). Safe procedure: annotate the live object (the command "
         "in the fix), then accept this move for Secret gitea/gitea-bootstrap in .wave-bot-accept.yaml (resource "
-        f"and by:, see docs/guides/deleting-on-purpose.md); once apps-wave-2 owns it, remove the annotation (the same command with `{PRUNE}-`)")
+        "and by:, see docs/guides/deleting-on-purpose.md); once apps-wave-2 owns it, remove the annotation "
+        f"(the same command with `{PRUNE}-`)")
 
 
 def check_findings(repo: Path, code: str) -> list[dict[str, object]]:
