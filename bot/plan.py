@@ -293,7 +293,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         builds=builds, stateful_units=gating.stateful_units(files, now, config), moving=frozenset(moving),
     ))
     # The tiers are plan data too (the report draws their graph), so not a registered check.
-    tier_report = tiers.check(planned, config, builds, base)
+    tier_report = tiers.check(planned, config, base)
     findings += tier_report.findings
     findings = acceptance.judge(findings, acceptance.read_accepted(tree), base is not None)
     # The next safe step: a move that would lose data waits, its objects protected first. Without
@@ -318,12 +318,13 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
 def review_plan(tree: Tree, config: Config, mode: Mode, base: Tree | None = None) -> Plan:
     """Review mode: no catalog, no waves, no changes; the findings of every producer that does not
     need the layout (what the change makes Flux delete against `base`, the tier checks)."""
-    builds = Builds()
-    tier_report = tiers.check(tree, config, builds, base)
+    # One model per tree, shared by the tier checks and review mode's producers.
     head_model = read_model(tree, config)
+    base_model = read_model(base, config) if base is not None else None
+    tier_report = tiers.check(tree, config, base, model=head_model, base_model=base_model)
     ctx = ReviewContext(config, head_model, review.units_of(head_model, config), review.feature_gate_on(tree))
     if base is not None:
-        base_model = read_model(base, config)
+        assert base_model is not None
         ctx = dataclasses.replace(ctx, base_model=base_model, base=review.units_of(base_model, config),
                                   base_gate=review.feature_gate_on(base))
     # A dependsOn problem the tier checks report already is said once.

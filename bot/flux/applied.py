@@ -245,6 +245,9 @@ class Cluster:
 @dataclass(frozen=True)
 class FluxModel:
     clusters: tuple[Cluster, ...]
+    yaml_files: tuple[str, ...] = ()
+    """Every YAML file of the tree the model was read from, in walk order: the one walk of that tree,
+    for a consumer looking for files by name (the helmfiles a bootstrap installs) without walking again."""
 
     def kustomizations(self) -> Iterator[FluxKs]:
         for cluster in self.clusters:
@@ -354,15 +357,18 @@ class _Reader:
         self.tree = tree
         self.config = config
         self._builds: dict[tuple[str, str], tuple[Build | WaveBotError, bool]] = {}
+        self.yaml_files: list[str] = []
         self.found = self._scan()
 
     # -- the Flux objects of the tree
 
     def _scan(self) -> list[_Found]:
+        """The Flux objects of the tree, in one walk that also lists its YAML files (`yaml_files`)."""
         out = []
         for path, entry in walk(self.tree, ""):
             if entry.kind != "file" or not is_yaml_name(entry.name):
                 continue
+            self.yaml_files.append(path)
             try:
                 data = self.tree.read(path)
                 if not _may_hold_entry(data):
@@ -391,7 +397,7 @@ class _Reader:
             clusters.append(Cluster(names[entry.path], entry.path, "; ".join(entry.how),
                                     roots[0] if len(roots) == 1 else None, tuple(kustomizations), entry.source,
                                     roots))
-        return FluxModel(tuple(clusters))
+        return FluxModel(tuple(clusters), tuple(self.yaml_files))
 
     def _entries(self) -> list[_Entry]:
         entries: dict[str, _Entry] = {}
@@ -463,8 +469,7 @@ class _Reader:
         return sorted(entries.values(), key=lambda e: e.path)
 
     def _bootstrap_files(self) -> list[str]:
-        return [path for path, entry in walk(self.tree, "")
-                if entry.kind == "file" and entry.name == BOOTSTRAP_FILE]
+        return [path for path in self.yaml_files if posixpath.basename(path) == BOOTSTRAP_FILE]
 
     @staticmethod
     def _sync(value: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
