@@ -274,11 +274,13 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
     changes = _compact([*moves, *writes, *retired, *wave_deletes(tree, removed, config), *removal])
-    planned = PlannedTree(tree, changes)
+    # Without changes the planned tree is the work tree, read directly as `now` is: an overlay of
+    # nothing lists every directory twice for every walk of the checks and the model.
+    planned: Tree = PlannedTree(tree, changes) if changes else tree
     every: tuple[Slot, ...] = tuple(sorted((*waves, *sides), key=order))
     if fix_overlays:
         changes = _compact([*changes, *overlayfix.fix_overlays(planned, config, every)])
-        planned = PlannedTree(tree, changes)
+        planned = PlannedTree(tree, changes) if changes else tree
     placed: dict[Slot, set[str]] = {}
     for file in files:
         if file.node is not None and file.target_wave is not None:
@@ -298,7 +300,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     findings = acceptance.judge(findings, acceptance.read_accepted(tree), base is not None)
     # The next safe step: a move that would lose data waits, its objects protected first. Without
     # --base the work tree is what is deployed, so the same moves wait.
-    unsafe = stepping.unsafe_moves(findings, files, _built_units(tree, files)) if hold else {}
+    unsafe = stepping.unsafe_moves(findings, files, lambda: _built_units(tree, files)) if hold else {}
     if unsafe:
         return make_plan(tree, config, base, fix_overlays, {**held, **unsafe})
     return Plan(
