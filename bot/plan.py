@@ -38,7 +38,7 @@ from bot.layout.placement import AppFile, existing_slots, existing_waves, place_
 from bot.layout.waves import WaveGraph, check_leaf_typos, compute_waves
 from bot.model import Change, Finding
 from bot.naming import file_stem, is_dns_label
-from bot.repo.tree import PlannedTree, Tree, refuse_link
+from bot.repo.tree import PlannedTree, Tree, read_once, refuse_link
 from bot.side import Side, Slot, order
 
 
@@ -172,6 +172,10 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     kept in place this time with their objects protected (the plan finds them itself); `hold=False`
     makes every move as it is, for `wave-bot accept` to see what the change itself deletes.
     """
+    # The work tree is read once for the whole run: the catalog, the inventories, the model of what
+    # Flux applies and the checks all list and read the same files. The base is not kept so: its
+    # inventory fetches only the blobs the work tree's did not parse, and its model reads it once.
+    tree = read_once(tree)
     mode = choose_mode(tree, config)
     if mode.review:
         return review_plan(tree, config, mode, base)
