@@ -325,8 +325,9 @@ def review_plan(tree: Tree, config: Config, mode: Mode, base: Tree | None = None
     """Review mode: no catalog, no waves, no changes; the findings of every producer that does not
     need the layout (what the change makes Flux delete against `base`, the tier checks)."""
     # One model per tree, shared by the tier checks and review mode's producers.
-    head_model = read_model(tree, config)
-    base_model = read_model(base, config) if base is not None else None
+    plain: set[str] | None = set() if base is not None else None  # the two reads share the plain blobs
+    head_model = read_model(tree, config, plain)
+    base_model = read_model(base, config, plain) if base is not None else None
     tier_report = tiers.check(tree, config, base, model=head_model, base_model=base_model)
     ctx = ReviewContext(config, head_model, review.units_of(head_model, config), review.feature_gate_on(tree))
     if base is not None:

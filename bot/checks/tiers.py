@@ -260,7 +260,9 @@ def check(tree: Tree, config: Config, base: Tree | None = None, *, model: FluxMo
     """`tier_findings` with the graph for the report and, against `base`, what the change introduces.
     `model`, `base_model`: the models of `tree` and `base` when the caller has read them (each tree is
     read once per run, and its model shared by every check); else read here."""
-    model = model if model is not None else read_model(tree, config)
+    # against a base, the two revisions' reads share which blobs hold no Flux object
+    plain: set[str] | None = set() if base is not None else None
+    model = model if model is not None else read_model(tree, config, plain)
     entries = entrypoints(model)
     nodes: dict[str, None] = {}
     edges: dict[tuple[str, str], None] = {}
@@ -277,6 +279,7 @@ def check(tree: Tree, config: Config, base: Tree | None = None, *, model: FluxMo
     before = None
     if base is not None:
         try:
+            base_model = base_model if base_model is not None else read_model(base, config, plain)
             before = frozenset(_key(f) for f in tier_findings(base, config, base_model))
         except WaveBotError:  # the base cannot be read: every finding counts as the change's
             before = frozenset()

@@ -57,7 +57,7 @@ from bot.kustomize.build import Build, Object, build
 from bot.kustomize.files import Additions
 from bot.kustomize.spec import BuildError, Unsupported
 from bot.naming import is_yaml_name
-from bot.repo.tree import Tree, walk
+from bot.repo.tree import Tree, blob_id, known_blob_id, walk
 from bot.resid import ResourceId
 from bot.yamlio import documents as yamlio
 
@@ -261,9 +261,13 @@ class FluxModel:
         return [f"{c.name}: {c.how}; {len(c.kustomizations)} Flux Kustomizations" for c in self.clusters]
 
 
-def read_model(tree: Tree, config: Config | None = None) -> FluxModel:
-    """What Flux applies from `tree`, cluster by cluster."""
-    return _Reader(tree, config or Config()).model()
+def read_model(tree: Tree, config: Config | None = None, plain: set[str] | None = None) -> FluxModel:
+    """What Flux applies from `tree`, cluster by cluster.
+
+    `plain`: blob ids of files known to hold no Flux object the model starts from, shared by the
+    reads of two revisions of one repository (the work tree's and the base's): a base file whose
+    blob the other read found plain is not fetched again. Filled in as this read goes."""
+    return _Reader(tree, config or Config(), plain).model()
 
 
 # ---- reading ---------------------------------------------------------------------------------------
@@ -353,9 +357,10 @@ _BLANK = yamlio.DocInfo(start_line=1, lines={}, scalars={}, is_mapping=True, emp
 
 
 class _Reader:
-    def __init__(self, tree: Tree, config: Config) -> None:
+    def __init__(self, tree: Tree, config: Config, plain: set[str] | None = None) -> None:
         self.tree = tree
         self.config = config
+        self.plain = plain
         self._builds: dict[tuple[str, str], tuple[Build | WaveBotError, bool]] = {}
         self.yaml_files: list[str] = []
         self.found = self._scan()
@@ -369,9 +374,14 @@ class _Reader:
             if entry.kind != "file" or not is_yaml_name(entry.name):
                 continue
             self.yaml_files.append(path)
+            known = known_blob_id(self.tree, path) if self.plain is not None else None
+            if known is not None and self.plain is not None and known in self.plain:
+                continue  # the same bytes were read plain in the other revision
             try:
                 data = self.tree.read(path)
                 if not _may_hold_entry(data):
+                    if self.plain is not None:
+                        self.plain.add(known or blob_id(data))
                     continue  # cheap: most files hold no Kustomization, GitRepository or sync
                 docs = yamlio.load(data, path)
             except WaveBotError:
