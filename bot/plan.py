@@ -38,7 +38,7 @@ from bot.layout.placement import AppFile, existing_slots, existing_waves, place_
 from bot.layout.waves import WaveGraph, check_leaf_typos, compute_waves
 from bot.model import Change, Finding
 from bot.naming import file_stem, is_dns_label
-from bot.repo.tree import PlannedTree, Tree, refuse_link
+from bot.repo.tree import PlannedTree, Tree, read_once, refuse_link
 from bot.side import Side, Slot, order
 
 
@@ -172,6 +172,10 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     kept in place this time with their objects protected (the plan finds them itself); `hold=False`
     makes every move as it is, for `wave-bot accept` to see what the change itself deletes.
     """
+    # The work tree is read once for the whole run: the catalog, the inventories, the model of what
+    # Flux applies and the checks all list and read the same files. The base is not kept so: its
+    # inventory fetches only the blobs the work tree's did not parse, and its model reads it once.
+    tree = read_once(tree)
     mode = choose_mode(tree, config)
     if mode.review:
         return review_plan(tree, config, mode, base)
@@ -274,11 +278,13 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
     changes = _compact([*moves, *writes, *retired, *wave_deletes(tree, removed, config), *removal])
-    planned = PlannedTree(tree, changes)
+    # Without changes the planned tree is the work tree, read directly as `now` is: an overlay of
+    # nothing lists every directory twice for every walk of the checks and the model.
+    planned: Tree = PlannedTree(tree, changes) if changes else tree
     every: tuple[Slot, ...] = tuple(sorted((*waves, *sides), key=order))
     if fix_overlays:
         changes = _compact([*changes, *overlayfix.fix_overlays(planned, config, every)])
-        planned = PlannedTree(tree, changes)
+        planned = PlannedTree(tree, changes) if changes else tree
     placed: dict[Slot, set[str]] = {}
     for file in files:
         if file.node is not None and file.target_wave is not None:
@@ -293,12 +299,12 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         builds=builds, stateful_units=gating.stateful_units(files, now, config), moving=frozenset(moving),
     ))
     # The tiers are plan data too (the report draws their graph), so not a registered check.
-    tier_report = tiers.check(planned, config, builds, base)
+    tier_report = tiers.check(planned, config, base)
     findings += tier_report.findings
     findings = acceptance.judge(findings, acceptance.read_accepted(tree), base is not None)
     # The next safe step: a move that would lose data waits, its objects protected first. Without
     # --base the work tree is what is deployed, so the same moves wait.
-    unsafe = stepping.unsafe_moves(findings, files, _built_units(tree, files)) if hold else {}
+    unsafe = stepping.unsafe_moves(findings, files, lambda: _built_units(tree, files)) if hold else {}
     if unsafe:
         return make_plan(tree, config, base, fix_overlays, {**held, **unsafe})
     return Plan(
@@ -318,12 +324,14 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
 def review_plan(tree: Tree, config: Config, mode: Mode, base: Tree | None = None) -> Plan:
     """Review mode: no catalog, no waves, no changes; the findings of every producer that does not
     need the layout (what the change makes Flux delete against `base`, the tier checks)."""
-    builds = Builds()
-    tier_report = tiers.check(tree, config, builds, base)
-    head_model = read_model(tree, config)
+    # One model per tree, shared by the tier checks and review mode's producers.
+    plain: set[str] | None = set() if base is not None else None  # the two reads share the plain blobs
+    head_model = read_model(tree, config, plain)
+    base_model = read_model(base, config, plain) if base is not None else None
+    tier_report = tiers.check(tree, config, base, model=head_model, base_model=base_model)
     ctx = ReviewContext(config, head_model, review.units_of(head_model, config), review.feature_gate_on(tree))
     if base is not None:
-        base_model = read_model(base, config)
+        assert base_model is not None
         ctx = dataclasses.replace(ctx, base_model=base_model, base=review.units_of(base_model, config),
                                   base_gate=review.feature_gate_on(base))
     # A dependsOn problem the tier checks report already is said once.

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,12 +188,14 @@ def _is_helmfile(path: str) -> bool:
     return name.endswith((".yaml", ".yml")) and (name.startswith("helmfile") or folder in ("helmfile", "helmfile.d"))
 
 
-def bootstrap_charts(tree: Tree) -> set[str]:
+def bootstrap_charts(tree: Tree, yaml_files: Iterable[str] | None = None) -> set[str]:
     """The releases (and their charts) of every helmfile in the repository: a bootstrap installs them, CRDs
-    included, before Flux starts. Templates and files that are not YAML are skipped, never run."""
+    included, before Flux starts. Templates and files that are not YAML are skipped, never run.
+    `yaml_files`: the tree's YAML files when a walk already listed them (`FluxModel.yaml_files`)."""
     out: set[str] = set()
-    for path, entry in walk(tree, ""):
-        if entry.kind != "file" or not _is_helmfile(path):
+    paths = yaml_files if yaml_files is not None else (p for p, e in walk(tree, "") if e.kind == "file")
+    for path in paths:
+        if not _is_helmfile(path):
             continue
         try:
             documents = yamlio.load(tree.read(path), path, duplicates="last")
@@ -227,8 +229,11 @@ class Unknown:
     """Where `obj` is written in its source file."""
 
 
-def _check(entry: Entrypoint, config: Config, tree: Tree | None) -> tuple[list[Issue], list[Unknown]]:
-    charts = _helm_charts(entry) | (bootstrap_charts(tree) if tree is not None else set())
+def _check(entry: Entrypoint, config: Config, tree: Tree | None, bootstrap: Collection[str] | None
+           ) -> tuple[list[Issue], list[Unknown]]:
+    if bootstrap is None:
+        bootstrap = bootstrap_charts(tree) if tree is not None else set()
+    charts = _helm_charts(entry) | set(bootstrap)
     served = {t.key: _served(p.objects) for t in entry.tiers if (p := entry.passes.get(t.key)) is not None}
     creators = _creators(entry, config)
     declared = {s.kind: s.kustomization for s in config.crd_sources if s.kustomization is not None}
@@ -333,10 +338,12 @@ def _race(tier: Tier, obj: Object, gk: GroupKind, source: Tier, upstream: set[tu
     )
 
 
-def provenance(entry: Entrypoint, config: Config, tree: Tree | None = None) -> tuple[list[Issue], list[Unknown]]:
+def provenance(entry: Entrypoint, config: Config, tree: Tree | None = None, bootstrap: Collection[str] | None = None
+               ) -> tuple[list[Issue], list[Unknown]]:
     """The deadlocks and races on one entrypoint, and the kinds whose source it does not show; with the
-    `tree` the objects come from, each with the line of the object."""
-    return _check(entry, config, tree)
+    `tree` the objects come from, each with the line of the object. `bootstrap`: the tree's
+    `bootstrap_charts`, read once for every entrypoint of the tree (else read here)."""
+    return _check(entry, config, tree, bootstrap)
 
 
 def unknown_findings(unknowns: Iterable[Unknown], config: Config) -> list[Finding]:

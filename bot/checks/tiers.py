@@ -18,9 +18,9 @@ from typing import Any
 
 from bot.config import Config
 from bot.errors import WaveBotError
+from bot.flux.applied import FluxModel, read_model
 from bot.flux.decryption import wave_named
 from bot.flux.tiers import BOOTSTRAP, DEFAULT_NAMESPACE, DependsOnEntry, Entrypoint, Issue, Tier, entrypoints
-from bot.kustomize.repository import Builds
 from bot.model import Finding
 from bot.repo.tree import Tree
 
@@ -195,12 +195,14 @@ def _cycle_issue(cycle: list[tuple[Tier, DependsOnEntry, Tier]]) -> Issue:
     )
 
 
-def tier_findings(tree: Tree, config: Config, builds: Builds | None = None) -> list[Finding]:
-    """Every tier check on every entrypoint: the dependsOn graph, substitution, CRD provenance."""
-    return _run(entrypoints(tree, config), config, tree)[0]
+def tier_findings(tree: Tree, config: Config, model: FluxModel | None = None) -> list[Finding]:
+    """Every tier check on every entrypoint: the dependsOn graph, substitution, CRD provenance.
+    `model`: the tree's model of what Flux applies, when the caller has read it (else read here)."""
+    model = model if model is not None else read_model(tree, config)
+    return _run(entrypoints(model), config, tree, model)[0]
 
 
-def _run(entries: list[Entrypoint], config: Config, tree: Tree) -> tuple[list[Finding], set[str]]:
+def _run(entries: list[Entrypoint], config: Config, tree: Tree, model: FluxModel) -> tuple[list[Finding], set[str]]:
     """The findings, and the tiers they are about (by title) for the report's graph."""
     from bot.checks import crds, substitution  # they build on this module's model
 
@@ -209,8 +211,11 @@ def _run(entries: list[Entrypoint], config: Config, tree: Tree) -> tuple[list[Fi
     seen: dict[int, list[substitution.VariableUse]] = {}  # the objects stay alive for the whole run
     issues += [(e, i) for e in entries for i in substitution.issues(e, config, seen, tree)]
     unknown: list[crds.Unknown] = []
+    # The helmfiles a bootstrap installs are the tree's, the same for every entrypoint: read once,
+    # from the files the model's walk listed.
+    bootstrap = crds.bootstrap_charts(tree, model.yaml_files) if entries else set()
     for entry in entries:
-        races, missing = crds.provenance(entry, config, tree)
+        races, missing = crds.provenance(entry, config, tree, bootstrap)
         issues += [(entry, i) for i in races]
         unknown += missing
     broken = {t.title for e, i in issues if i.severity != "info" for t in e.tiers if t.name == i.tier}
@@ -250,9 +255,15 @@ def _key(finding: Finding) -> tuple[Any, ...]:
     return (finding.code, finding.path, finding.resource, finding.message)
 
 
-def check(tree: Tree, config: Config, builds: Builds | None = None, base: Tree | None = None) -> TierReport:
-    """`tier_findings` with the graph for the report and, against `base`, what the change introduces."""
-    entries = entrypoints(tree, config)
+def check(tree: Tree, config: Config, base: Tree | None = None, *, model: FluxModel | None = None,
+          base_model: FluxModel | None = None) -> TierReport:
+    """`tier_findings` with the graph for the report and, against `base`, what the change introduces.
+    `model`, `base_model`: the models of `tree` and `base` when the caller has read them (each tree is
+    read once per run, and its model shared by every check); else read here."""
+    # against a base, the two revisions' reads share which blobs hold no Flux object
+    plain: set[str] | None = set() if base is not None else None
+    model = model if model is not None else read_model(tree, config, plain)
+    entries = entrypoints(model)
     nodes: dict[str, None] = {}
     edges: dict[tuple[str, str], None] = {}
     for entry in entries:
@@ -268,10 +279,11 @@ def check(tree: Tree, config: Config, builds: Builds | None = None, base: Tree |
     before = None
     if base is not None:
         try:
-            before = frozenset(_key(f) for f in tier_findings(base, config))
+            base_model = base_model if base_model is not None else read_model(base, config, plain)
+            before = frozenset(_key(f) for f in tier_findings(base, config, base_model))
         except WaveBotError:  # the base cannot be read: every finding counts as the change's
             before = frozenset()
-    findings, broken = _run(entries, config, tree)
+    findings, broken = _run(entries, config, tree, model)
     if base is not None:
         moved = [(e, i) for e in entries for i in _moved_path_issues(e, tree, base, config)]
         said = {(i.path, i.resource) for _, i in moved}  # the error says why the pass is not checked

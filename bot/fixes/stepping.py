@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from bot.config import Config
@@ -48,22 +48,27 @@ Held = Mapping[str, Hold]
 
 
 def unsafe_moves(findings: Sequence[Finding], files: Sequence[AppFile],
-                 applies: Mapping[str, frozenset[str]] | None = None) -> dict[str, Hold]:
+                 applies: Callable[[], Mapping[str, frozenset[str]]] | None = None) -> dict[str, Hold]:
     """The moving files with a data-loss `later-wave-move`, and every object their move deletes;
-    with them the other moving files of their units (not `losing`). `applies`: moving unit
+    with them the other moving files of their units (not `losing`). `applies` gives moving unit
     directory -> the objects (str of their id) its build applies, for an object defined outside it
-    (a base or component its kustomization names), whose finding stands at that outside file."""
+    (a base or component its kustomization names), whose finding stands at that outside file; it
+    is called only for such a finding, at most once (building every moving unit is costly)."""
     # A move's finding stands at the deployed (source) file, where its fix goes; at the destination
     # when the report has no source to point at.
     moving = {**{f.target: f for f in files if f.moves}, **{f.path: f for f in files if f.moves}}
     deleted: dict[str, set[str]] = {}
     objects: dict[str, list[FindingObject]] = {}
     losing: set[str] = set()
+    built: list[tuple[str, frozenset[str]]] | None = None
     for finding in findings:
-        file = moving.get(finding.path or "") or _unit_directory(finding.path, moving) or next(
-            (moving[path] for path, ids in sorted((applies or {}).items())
-             if finding.resource in ids and path in moving), None)
-        if finding.code != "later-wave-move" or finding.severity == "info" or file is None or not finding.resource:
+        if finding.code != "later-wave-move" or finding.severity == "info" or not finding.resource:
+            continue
+        file = moving.get(finding.path or "") or _unit_directory(finding.path, moving)
+        if file is None and applies is not None:
+            built = sorted(applies().items()) if built is None else built
+            file = next((moving[path] for path, ids in built if finding.resource in ids and path in moving), None)
+        if file is None:
             continue
         deleted.setdefault(file.path, set()).add(finding.resource)
         objects.setdefault(file.path, []).extend(finding.objects)

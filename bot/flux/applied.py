@@ -57,7 +57,7 @@ from bot.kustomize.build import Build, Object, build
 from bot.kustomize.files import Additions
 from bot.kustomize.spec import BuildError, Unsupported
 from bot.naming import is_yaml_name
-from bot.repo.tree import Tree, walk
+from bot.repo.tree import Tree, blob_id, known_blob_id, walk
 from bot.resid import ResourceId
 from bot.yamlio import documents as yamlio
 
@@ -245,6 +245,9 @@ class Cluster:
 @dataclass(frozen=True)
 class FluxModel:
     clusters: tuple[Cluster, ...]
+    yaml_files: tuple[str, ...] = ()
+    """Every YAML file of the tree the model was read from, in walk order: the one walk of that tree,
+    for a consumer looking for files by name (the helmfiles a bootstrap installs) without walking again."""
 
     def kustomizations(self) -> Iterator[FluxKs]:
         for cluster in self.clusters:
@@ -258,9 +261,13 @@ class FluxModel:
         return [f"{c.name}: {c.how}; {len(c.kustomizations)} Flux Kustomizations" for c in self.clusters]
 
 
-def read_model(tree: Tree, config: Config | None = None) -> FluxModel:
-    """What Flux applies from `tree`, cluster by cluster."""
-    return _Reader(tree, config or Config()).model()
+def read_model(tree: Tree, config: Config | None = None, plain: set[str] | None = None) -> FluxModel:
+    """What Flux applies from `tree`, cluster by cluster.
+
+    `plain`: blob ids of files known to hold no Flux object the model starts from, shared by the
+    reads of two revisions of one repository (the work tree's and the base's): a base file whose
+    blob the other read found plain is not fetched again. Filled in as this read goes."""
+    return _Reader(tree, config or Config(), plain).model()
 
 
 # ---- reading ---------------------------------------------------------------------------------------
@@ -350,22 +357,31 @@ _BLANK = yamlio.DocInfo(start_line=1, lines={}, scalars={}, is_mapping=True, emp
 
 
 class _Reader:
-    def __init__(self, tree: Tree, config: Config) -> None:
+    def __init__(self, tree: Tree, config: Config, plain: set[str] | None = None) -> None:
         self.tree = tree
         self.config = config
+        self.plain = plain
         self._builds: dict[tuple[str, str], tuple[Build | WaveBotError, bool]] = {}
+        self.yaml_files: list[str] = []
         self.found = self._scan()
 
     # -- the Flux objects of the tree
 
     def _scan(self) -> list[_Found]:
+        """The Flux objects of the tree, in one walk that also lists its YAML files (`yaml_files`)."""
         out = []
         for path, entry in walk(self.tree, ""):
             if entry.kind != "file" or not is_yaml_name(entry.name):
                 continue
+            self.yaml_files.append(path)
+            known = known_blob_id(self.tree, path) if self.plain is not None else None
+            if known is not None and self.plain is not None and known in self.plain:
+                continue  # the same bytes were read plain in the other revision
             try:
                 data = self.tree.read(path)
                 if not _may_hold_entry(data):
+                    if self.plain is not None:
+                        self.plain.add(known or blob_id(data))
                     continue  # cheap: most files hold no Kustomization, GitRepository or sync
                 docs = yamlio.load(data, path)
             except WaveBotError:
@@ -391,7 +407,7 @@ class _Reader:
             clusters.append(Cluster(names[entry.path], entry.path, "; ".join(entry.how),
                                     roots[0] if len(roots) == 1 else None, tuple(kustomizations), entry.source,
                                     roots))
-        return FluxModel(tuple(clusters))
+        return FluxModel(tuple(clusters), tuple(self.yaml_files))
 
     def _entries(self) -> list[_Entry]:
         entries: dict[str, _Entry] = {}
@@ -463,8 +479,7 @@ class _Reader:
         return sorted(entries.values(), key=lambda e: e.path)
 
     def _bootstrap_files(self) -> list[str]:
-        return [path for path, entry in walk(self.tree, "")
-                if entry.kind == "file" and entry.name == BOOTSTRAP_FILE]
+        return [path for path in self.yaml_files if posixpath.basename(path) == BOOTSTRAP_FILE]
 
     @staticmethod
     def _sync(value: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:

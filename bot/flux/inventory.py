@@ -431,10 +431,14 @@ def _built_unit(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
 
 def _in_namespace(rid: ResourceId, namespace: str) -> ResourceId:
     """`rid` after a kustomization's `namespace:` (or a Flux targetNamespace); '' leaves it."""
-    if namespace and rid.kind == "Namespace":  # kustomize renames it (see kustomize.build)
-        return dataclasses.replace(rid, name=namespace)
-    if namespace and rid.kind not in CLUSTER_SCOPED:
-        return dataclasses.replace(rid, namespace=namespace)
+    # Built directly, and only when it changes: a unit directory's kustomization names the namespace
+    # its manifests already say, and this runs for every object of thousands of them.
+    if not namespace:
+        return rid
+    if rid.kind == "Namespace":  # kustomize renames it (see kustomize.build)
+        return rid if rid.name == namespace else ResourceId(rid.group, rid.kind, rid.namespace, namespace, rid.version)
+    if rid.namespace != namespace and rid.kind not in CLUSTER_SCOPED:
+        return ResourceId(rid.group, rid.kind, namespace, rid.name, rid.version)
     return rid
 
 

@@ -5,9 +5,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.config import Config
 from bot.errors import WaveBotError
-from bot.flux.applied import Cluster, FluxKs, read_model
+from bot.flux.applied import Cluster, FluxKs, FluxModel
 from bot.flux.vocabulary import is_flux_kustomization
 from bot.kustomize.build import Object
 from bot.model import Severity
@@ -107,12 +106,12 @@ class Entrypoint:
         return [*self.objects, *(o for p in self.passes.values() if p is not None for o in p.objects)]
 
 
-def entrypoints(tree: Tree, config: Config) -> list[Entrypoint]:
-    """One entrypoint per cluster of the model of what Flux applies (`bot.flux.applied`): its tiers
-    are every Flux Kustomization the cluster reconciles (a root `flux bootstrap` or the Flux Operator
-    makes for a sync path is not written anywhere, so it is no tier), each with the pass its build
-    gives, generated kustomizations included."""
-    return [_entrypoint(cluster) for cluster in read_model(tree, config).clusters]
+def entrypoints(model: FluxModel) -> list[Entrypoint]:
+    """One entrypoint per cluster of the model of what Flux applies (`bot.flux.applied.read_model`):
+    its tiers are every Flux Kustomization the cluster reconciles (a root `flux bootstrap` or the Flux
+    Operator makes for a sync path is not written anywhere, so it is no tier), each with the pass its
+    build gives, generated kustomizations included."""
+    return [_entrypoint(cluster) for cluster in model.clusters]
 
 
 def _entrypoint(cluster: Cluster) -> Entrypoint:

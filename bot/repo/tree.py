@@ -175,3 +175,43 @@ class PlannedTree:
                 raise WaveBotError("does not exist", path=path)
             return content
         return self._base.read(path)
+
+
+class ReadOnce:
+    """`tree` listed, looked up and read at most once per path: one run's view of a revision, which
+    several readers walk and read in turn (the catalog, the inventory, the model of what Flux applies,
+    the checks). The caller makes it for one run and drops it with the run; the tree must not change
+    meanwhile (nothing is written while a plan is computed). Errors are not kept: asked again, the
+    tree answers again."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self._read: dict[str, bytes] = {}
+        self._entries: dict[str, list[Entry]] = {}
+        self._kinds: dict[str, Kind | None] = {}
+        known = getattr(tree, "blob_id", None)
+        if known is not None:  # a git revision names its blobs without reading them (`known_blob_id`)
+            self.blob_id = known
+
+    def entries(self, directory: str) -> list[Entry]:
+        found = self._entries.get(directory)
+        if found is None:
+            found = self._entries[directory] = self.tree.entries(directory)
+        return list(found)
+
+    def kind(self, path: str) -> Kind | None:
+        if path in self._kinds:
+            return self._kinds[path]
+        kind = self._kinds[path] = self.tree.kind(path)
+        return kind
+
+    def read(self, path: str) -> bytes:
+        data = self._read.get(path)
+        if data is None:
+            data = self._read[path] = self.tree.read(path)
+        return data
+
+
+def read_once(tree: Tree) -> Tree:
+    """`tree` as a `ReadOnce` view (itself when it is one already)."""
+    return tree if isinstance(tree, ReadOnce) else ReadOnce(tree)

@@ -1,6 +1,7 @@
 """The next safe step of a move that would lose data: apply protects first, moves once that is deployed."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import subprocess
@@ -12,6 +13,9 @@ from ruamel.yaml import YAML
 
 from bot.cli import main
 from bot.config import load_config
+from bot.fixes.stepping import unsafe_moves
+from bot.layout.placement import AppFile
+from bot.model import Finding
 from bot.plan import make_plan
 from bot.repo.worktree import FsTree
 
@@ -533,3 +537,25 @@ def test_a_unit_whose_namespace_comes_from_a_base_outside_it_is_held_whole(
     assert "`Namespace media`" in next(f["message"] for f in held if f["path"] == unit)
     # What apply left (redis held too: its own Namespace) deletes nothing once merged.
     assert simulate(deployed, files_at_work(repo)).deleted == set()
+
+
+def test_a_moving_unit_is_built_only_for_a_data_loss_finding_outside_every_moving_file() -> None:
+    """Which unit holds an object defined in a base outside it is known only by building the moving
+    units, which on thousands of them is most of `apply`: they are built when such a finding needs it,
+    and once."""
+    unit = AppFile("apps/db", None, "db", "apps/wave-1/db", 1, is_dir=True)
+    inside = Finding("later-wave-move", "error", "PVC db/data is deleted", path="apps/db/pvc.yaml",
+                     resource="PersistentVolumeClaim db/data")
+    outside = Finding("later-wave-move", "error", "PVC db/base is deleted", path="bases/pvc.yaml",
+                      resource="PersistentVolumeClaim db/base")
+    calls: list[int] = []
+
+    def built() -> dict[str, frozenset[str]]:
+        calls.append(1)
+        return {"apps/db": frozenset({"PersistentVolumeClaim db/base"})}
+
+    assert sorted(unsafe_moves([inside], [unit], built)) == ["apps/db"]
+    assert calls == []  # the finding stands inside the unit: nothing built
+    held = unsafe_moves([outside, dataclasses.replace(outside, message="again")], [unit], built)
+    assert held["apps/db"].objects == frozenset({"PersistentVolumeClaim db/base"})
+    assert calls == [1]  # built for the outside finding, once for both

@@ -484,3 +484,23 @@ def test_each_kustomization_builds_what_kubectl_builds(archive: Path | None, tmp
     print(f"{archive.name if archive else ''}: {compared} Flux Kustomizations compared with kubectl")
     assert not differences, "\n".join(differences)
     assert compared >= 1
+
+
+def test_two_revisions_read_with_shared_plain_blobs_give_the_same_model(make_repo: Callable[..., Path]) -> None:
+    """`plan --base` reads the work tree's model and the base's: a base file whose bytes the work tree
+    showed to hold no Flux object is not fetched again, and the base's model is the one read alone."""
+    repo = make_repo({
+        "clusters/home/flux-system/gotk-sync.yaml": sync("clusters/home"),
+        "clusters/home/apps.yaml": ks("apps", "apps"),
+        "apps/a.yaml": cm("a", "media"),
+        "apps/b.yaml": cm("b", "media"),
+    })
+    (repo / "apps" / "b.yaml").write_text(cm("b", "other"))  # changed in the work tree only
+    plain: set[str] = set()
+    here = read_model(FsTree(str(repo)), None, plain)
+    assert ids(the(here, "apps")) == {"ConfigMap media/a", "ConfigMap other/b"}
+    with GitTree(str(repo), "HEAD") as base, GitTree(str(repo), "HEAD") as alone:
+        shared = read_model(base, None, plain)
+        assert shared == read_model(alone, None)
+        assert ids(the(shared, "apps")) == {"ConfigMap media/a", "ConfigMap media/b"}
+        assert base.blob_id("apps/a.yaml") in plain and base.blob_id("apps/b.yaml") in plain

@@ -7,10 +7,11 @@ import pytest
 
 from bot.errors import WaveBotError
 from bot.model import Change
-from bot.repo.tree import Entry, PlannedTree, Tree, walk
+from bot.repo.git import GitTree
+from bot.repo.tree import Entry, Kind, PlannedTree, ReadOnce, Tree, known_blob_id, read_once, walk
 from bot.repo.worktree import FsTree, apply_changes
 
-from conftest import snapshot, write_files
+from conftest import git, snapshot, write_files
 
 FILES = {
     "apps/a.yaml": "a\n",
@@ -76,3 +77,47 @@ def test_walk_goes_depth_first_in_order_past_hidden_and_skipped_paths_and_never_
     assert ("deep/1/2/3/4/5/6/7/8/9/f", "file") in walked
     assert walked[-2:] == [("real", "dir"), ("real/r.yaml", "file")]
     assert [p for p, _ in walk(FsTree(str(tmp_path)), "a/b")] == ["a/b/c.yaml"]
+
+
+class _Counting:
+    """A tree that counts what its readers ask of it."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree, self.reads, self.listings = tree, 0, 0
+
+    def entries(self, directory: str) -> list[Entry]:
+        self.listings += 1
+        return self.tree.entries(directory)
+
+    def kind(self, path: str) -> Kind | None:
+        return self.tree.kind(path)
+
+    def read(self, path: str) -> bytes:
+        self.reads += 1
+        return self.tree.read(path)
+
+
+def test_read_once_lists_and_reads_each_path_once_for_every_reader_of_a_run(tmp_path: Path) -> None:
+    write_files(tmp_path, FILES)
+    counting = _Counting(FsTree(str(tmp_path)))
+    tree = read_once(counting)
+    first = _view(tree)
+    assert _view(tree) == first == _view(FsTree(str(tmp_path)))  # a second reader sees the same tree
+    assert (counting.reads, counting.listings) == (4, 2)  # 4 files, apps/ and apps/wave-1/
+    assert read_once(tree) is tree
+    with pytest.raises(WaveBotError, match="apps/missing.yaml"):
+        tree.read("apps/missing.yaml")
+    with pytest.raises(WaveBotError, match="apps/missing.yaml"):
+        tree.read("apps/missing.yaml")  # an error is answered again, not kept
+    assert counting.reads == 6
+
+
+def test_read_once_of_a_git_revision_keeps_its_blob_ids(tmp_path: Path) -> None:
+    """The inventory skips reading a base blob whose id it has parsed: the view must not hide the ids."""
+    write_files(tmp_path, FILES)
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "files")
+    with GitTree(str(tmp_path), "HEAD") as base:
+        assert known_blob_id(ReadOnce(base), "apps/a.yaml") == known_blob_id(base, "apps/a.yaml") is not None
+    assert known_blob_id(ReadOnce(FsTree(str(tmp_path))), "apps/a.yaml") is None
