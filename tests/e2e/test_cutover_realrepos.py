@@ -19,6 +19,7 @@ and the error naming a file and line. Which outcome each repository gets is prin
 """
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 import shutil
@@ -189,11 +190,31 @@ def refused(repo: Path, before: dict[str, bytes], code: int, err: str) -> bool:
     return True
 
 
+STATEFUL = ("Namespace", "PersistentVolumeClaim", "PersistentVolume")
+
+
+def step_1_tells_the_whole_truth(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl,
+                                 legacy_doc: dict[str, Any]) -> None:
+    """Step 1's finding counts what the legacy applies as kustomize-controller builds its path (its
+    kustomization, or the generated one, group components included) and its protection names every
+    Namespace and claim among them."""
+    capsys.readouterr()
+    main(["plan", str(repo), "--base", "main", "--format", "json"])
+    (step,) = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "cutover-step-1"]
+    applied = set(applied_by(repo, repo / _spec_dir(legacy_doc), kubectl))
+    assert f"({len(applied)} object(s) here;" in step["message"], step["message"][:600]
+    for kind, namespace, name in sorted(applied):
+        if kind in STATEFUL:
+            ns = f" -n {namespace}" if namespace and kind != "Namespace" else ""
+            assert f"kubectl{ns} annotate {kind.lower()}/{name} " in (step["fix"] or ""), (kind, name)
+
+
 def run_the_cutover(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, legacy: str) -> str:
     """Steps 1 and 2 as the README says; returns how far it got ('split', or the refused step)."""
     built = building(repo, kubectl)
     flux_before = flux_kustomizations(repo)
     legacy_file, legacy_doc = flux_before[legacy]
+    step_1_tells_the_whole_truth(repo, capsys, kubectl, legacy_doc)
     before = snapshot(repo)
     code, err = apply(repo, capsys)
     if refused(repo, before, code, err):
