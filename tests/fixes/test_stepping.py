@@ -509,8 +509,9 @@ def test_a_unit_whose_namespace_comes_from_outside_it_is_held_whole(
     make_repo: Any, capsys: Any, via: str, base: list[str]
 ) -> None:
     """jellyfin's Namespace is defined outside its directory, in bases/media/ (its kustomization names
-    ../../../../bases/media) or in a component: moving jellyfin a wave later deletes that Namespace
-    too, so the unit is held as a whole, with --base and without (the work tree is then deployed)."""
+    ../../../../bases/media) or in a component, and nothing in its directory loses data: moving
+    jellyfin a wave later deletes that Namespace, so the unit is held as a whole, with --base and
+    without (the work tree is then deployed)."""
     example = PROJECT / "examples" / "dir-per-app"
     files: dict[str, str | bytes] = {str(p.relative_to(example)): p.read_bytes() for p in example.rglob("*")
                                      if p.is_file()}
@@ -521,6 +522,9 @@ def test_a_unit_whose_namespace_comes_from_outside_it_is_held_whole(
         "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n") + "resources:\n  - namespace.yaml\n"
     kustomization = files[f"{unit}/kustomization.yaml"]
     assert isinstance(kustomization, bytes)
+    # Its claim goes too: the Namespace from outside is all a move would lose.
+    del files[f"{unit}/pvc.yaml"]
+    kustomization = kustomization.replace(b"  - pvc.yaml\n", b"")
     files[f"{unit}/kustomization.yaml"] = (
         kustomization.replace(b"  - namespace.yaml\n", b"  - ../../../../bases/media\n") if via == "base" else
         kustomization.replace(b"  - namespace.yaml\n", b"") + b"components:\n  - ../../../../components/media\n")
