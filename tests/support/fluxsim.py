@@ -77,6 +77,7 @@ import functools
 import itertools
 import posixpath
 import re
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,7 +153,9 @@ Files = Mapping[str, bytes]
 
 @functools.lru_cache(maxsize=4096)
 def _parsed(data: bytes) -> tuple[Any, ...]:
-    return tuple(d for d in _yaml.load_all(data) if d is not None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an anchor defined again (valid YAML 1.2): ruamel warns
+        return tuple(d for d in _yaml.load_all(data) if d is not None)
 
 
 def _docs(data: bytes) -> list[Any]:
