@@ -431,14 +431,14 @@ def legacy_build(model: FluxModel, legacy: FluxKustomization) -> LegacyBuild | N
     if not found or not all(ks.evaluated for ks in found):
         return None
     objects: dict[str, ResourceId] = {}
-    unknown = 0
+    unknown = 0  # the same in each cluster reconciling it: counted once, not once per cluster
     children: dict[str, ResourceId] = {}
     for ks in found:
         kids = {(c.namespace, c.name): c for c in model.kustomizations() if c.parent == ks.key
                 and c.cluster == ks.cluster}
+        unknown = max(unknown, sum(1 for o in ks.objects if not o.known))
         for o in ks.objects:
             if not o.known:
-                unknown += 1
                 continue
             objects.setdefault(str(o.id), o.id)
             child = kids.get((o.id.namespace or DEFAULT_NAMESPACE, o.id.name)) if is_flux_kustomization(

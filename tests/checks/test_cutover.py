@@ -398,3 +398,15 @@ def test_step_1_counts_and_protects_every_object_the_legacy_applies_as_flux_buil
                            "kustomize.toolkit.fluxcd.io/prune=disabled")
     assert [(o["kind"], o["name"], o["loses_data"]) for o in step["objects"]] == [
         ("PersistentVolumeClaim", "media-cache", True)]
+
+
+def test_step_1_counts_an_object_of_unknown_name_once_however_many_clusters_apply_the_legacy(
+    make_repo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two clusters reconcile `apps`; one object's name is a variable nothing substitutes here.
+    repo = make_repo({**GROUPED_LEGACY, "clusters/prod/kustomization.yaml": KUSTOMIZE + "resources:\n  - ../base\n",
+                      "apps/web/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-${SUFFIX}\n"
+                                             "  namespace: web\n"}, name="two-clusters")
+    code, out = run(repo, capsys, "plan", "--base", "HEAD")
+    (step,) = codes(out)["cutover-step-1"]
+    assert "(5 object(s) here;" in step["message"]  # the 4 of the test above and web-${SUFFIX}
