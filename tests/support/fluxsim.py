@@ -82,7 +82,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruamel.yaml import YAML
+from ruamel.yaml import YAML, YAMLError
 from ruamel.yaml.constructor import SafeConstructor
 
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
@@ -98,6 +98,8 @@ class _Constructor(SafeConstructor):
 _Constructor.add_constructor("tag:yaml.org,2002:value", SafeConstructor.construct_yaml_str)
 _yaml = YAML(typ="safe", pure=True)
 _yaml.Constructor = _Constructor
+_fast = YAML(typ="safe")  # libyaml's parser with the same resolver and constructor: the same values, faster
+_fast.Constructor = _Constructor
 
 
 @dataclass(frozen=True, order=True)
@@ -153,6 +155,10 @@ Files = Mapping[str, bytes]
 
 @functools.lru_cache(maxsize=4096)
 def _parsed(data: bytes) -> tuple[Any, ...]:
+    try:  # libyaml refuses some YAML 1.2 (`[a:b]`, an anchor defined again): then the pure parser
+        return tuple(d for d in _fast.load_all(data) if d is not None)
+    except YAMLError:
+        pass
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an anchor defined again (valid YAML 1.2): ruamel warns
         return tuple(d for d in _yaml.load_all(data) if d is not None)
