@@ -430,7 +430,10 @@ def _release_plan(
     changes = (release,) if release is not None else ()
     staying = [dataclasses.replace(f, target=f.path, target_wave=f.wave) for f in files]
     deepest = max((f.target_wave for f in files if isinstance(f.target_wave, int)), default=None)
-    step_1 = cutover.step_1_finding(adoption, here, config, deepest)
+    # What the legacy applies as Flux builds it (group components, generated kustomizations included):
+    # the count and the protection commands name every object deleting it could delete.
+    built = cutover.legacy_build(read_model(tree, config), adoption.legacy)
+    step_1 = cutover.step_1_finding(adoption, here, config, deepest, built)
     outside = cutover.outside_units(here, adoption.legacy, _unit_paths(files), config)
     if outside:
         exc = cutover.left_behind_error(adoption.legacy, outside, config)

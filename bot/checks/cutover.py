@@ -24,8 +24,9 @@ from typing import Any
 from bot.checks.removal import ListItem
 from bot.config import Config
 from bot.errors import WaveBotError
+from bot.flux.applied import FluxModel
 from bot.flux.inventory import FluxKustomization, Inventory, OwnedResource, source_dir
-from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
+from bot.flux.vocabulary import DEFAULT_NAMESPACE, FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY, is_flux_kustomization
 from bot.kustomize.repository import read_kustomizations
 from bot.layout import render
 from bot.layout import units as unitfs
@@ -406,24 +407,81 @@ def stateful_objects(inventory: Inventory, legacy: FluxKustomization, config: Co
     return [o for o in inventory.others if o.owner == legacy.name and is_stateful(o.id, config)]
 
 
-def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: int | None = None) -> Finding:
+@dataclass(frozen=True)
+class LegacyBuild:
+    """What the legacy Kustomization applies as Flux builds it (`bot.flux.applied`): its own or the
+    generated kustomization, the components and patches its kustomizations and spec add, postBuild
+    substitution; once each across the clusters that reconcile it."""
+
+    objects: tuple[ResourceId, ...]
+    """Every object whose identity is known, once each."""
+    unknown: int = 0
+    """Objects an unresolved variable hides the identity of (counted, never named)."""
+    pruning_children: tuple[ResourceId, ...] = ()
+    """The Flux Kustomizations among `objects` whose deletion deletes what they apply (their finalizer
+    prunes): deleting the legacy while it prunes deletes them, and their objects with them."""
+
+
+def legacy_build(model: FluxModel, legacy: FluxKustomization) -> LegacyBuild | None:
+    """`LegacyBuild` of `legacy` from the model of what Flux applies; None when no cluster the model
+    reads reconciles it from this tree, or its build is not evaluated (then the inventory's reading
+    is all there is)."""
+    key = (legacy.id.namespace or DEFAULT_NAMESPACE, legacy.name)
+    found = [ks for ks in model.kustomizations() if ks.key == key and ks.file == legacy.path]
+    if not found or not all(ks.evaluated for ks in found):
+        return None
+    objects: dict[str, ResourceId] = {}
+    unknown = 0  # the same in each cluster reconciling it: counted once, not once per cluster
+    children: dict[str, ResourceId] = {}
+    for ks in found:
+        kids = {(c.namespace, c.name): c for c in model.kustomizations() if c.parent == ks.key
+                and c.cluster == ks.cluster}
+        unknown = max(unknown, sum(1 for o in ks.objects if not o.known))
+        for o in ks.objects:
+            if not o.known:
+                continue
+            objects.setdefault(str(o.id), o.id)
+            child = kids.get((o.id.namespace or DEFAULT_NAMESPACE, o.id.name)) if is_flux_kustomization(
+                o.value) else None
+            if child is not None and (child.deletion_policy in ("Delete", "WaitForTermination")
+                                      or child.prune and child.deletion_policy in ("", "MirrorPrune")):
+                children.setdefault(str(o.id), o.id)
+    return LegacyBuild(tuple(objects.values()), unknown, tuple(children.values()))
+
+
+def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: int | None = None,
+                   built: LegacyBuild | None = None) -> Finding:
+    """`built`: what the legacy applies as Flux builds it (`legacy_build`); without it, the
+    inventory's reading of its path (which leaves out what components and generated kustomizations add)."""
+    from bot.flux.stateful import is_stateful
+
     name, ns = c.legacy.name, c.legacy.id.namespace or "flux-system"
-    stateful = stateful_objects(inventory, c.legacy, config)
-    owned = sum(1 for o in inventory.others if o.owner == name)
+    if built is not None:
+        stateful_ids = [rid for rid in built.objects if is_stateful(rid, config)]
+        owned = len(built.objects) + built.unknown
+        children = list(built.pruning_children)
+    else:
+        stateful_ids = [o.id for o in stateful_objects(inventory, c.legacy, config)]
+        owned = sum(1 for o in inventory.others if o.owner == name)
+        children = []
+    stateful = sorted(stateful_ids, key=str)
+    protected = [*stateful, *sorted(children, key=str)]
     key, value = _release_setting(c.legacy)
     setting = f"{key}: {value}"
     deployed_with = "prune: true" if key == "prune" else f"deletionPolicy: {c.legacy.deletion_policy}"
     annotate = "\n".join(
-        f"kubectl{f' -n {o.id.namespace}' if o.id.namespace else ''} annotate "
-        f"{o.id.kind.lower()}{'.' + o.id.group if o.id.group else ''}/{o.id.name} {PRUNE_KEY}={PRUNE_DISABLED}"
-        for o in stateful
+        f"kubectl{f' -n {o.namespace}' if o.namespace else ''} annotate "
+        f"{o.kind.lower()}{'.' + o.group if o.group else ''}/{o.name} {PRUNE_KEY}={PRUNE_DISABLED}"
+        for o in protected
     )
     kinds: dict[str, int] = {}
     for o in stateful:
-        kinds[f"{o.id.group}/{o.id.kind}" if o.id.group else o.id.kind] = kinds.get(
-            f"{o.id.group}/{o.id.kind}" if o.id.group else o.id.kind, 0) + 1
+        kinds[f"{o.group}/{o.kind}" if o.group else o.kind] = kinds.get(
+            f"{o.group}/{o.kind}" if o.group else o.kind, 0) + 1
     listed = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items())) or "no stateful object found"
     into = f"waves 0 to {deepest}" if deepest else "wave 0" if deepest == 0 else "waves"
+    nested = (f" and the {len(children)} Flux Kustomization(s) it applies whose deletion would delete everything "
+              "they apply" if children else "")
     return Finding(
         code="cutover-step-1",
         severity="warning",
@@ -435,13 +493,13 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
                 f"kustomization {name} -o jsonpath='{{.spec.{key}}}'` prints {value}), then run wave-bot again "
                 "(push to this branch, re-run the workflow, or `wave-bot apply --base <the deployed revision> "
                 f"--fix-overlays`): step 2 splits the app tier into {into}. Optionally protect the stateful "
-                "objects meanwhile with the commands in the fix",
+                f"objects{nested} meanwhile with the commands in the fix",
         path=c.legacy.path,
         line=c.legacy.line,
         resource=str(c.legacy.id),
         fix=annotate or None,
         # Removing it before the release is deployed would delete these: the objects at risk.
-        objects=tuple(FindingObject.of(o.id, True) for o in stateful),
+        objects=(*(FindingObject.of(o, True) for o in stateful), *(FindingObject.of(o) for o in children)),
     )
 
 
@@ -482,7 +540,8 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 
 __all__ = [
-    "Cutover", "check_references_kept", "check_wave_roots", "cutover", "group_kustomizations", "left_behind",
-    "left_behind_error", "legacy_document", "legacy_kustomization", "legacy_template", "object_key", "outside_units",
-    "release_change", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding", "wave_base_entries",
+    "Cutover", "LegacyBuild", "check_references_kept", "check_wave_roots", "cutover", "group_kustomizations",
+    "left_behind", "left_behind_error", "legacy_build", "legacy_document", "legacy_kustomization", "legacy_template",
+    "object_key", "outside_units", "release_change", "retire_change", "stateful_objects", "step_1_finding",
+    "step_2_finding", "wave_base_entries",
 ]

@@ -23,6 +23,7 @@ from bot.cli import main
 from conftest import EXAMPLE, PROJECT, Kubectl, git, installed_tool, snapshot, write_files
 from support.actionkit import BRANCH
 from support.fakes import SERVERS
+from support.fluxsim import simulate
 
 APPS_ENTRY = "  - apps.yaml # Flux Kustomization -> ./apps (dependsOn platform-config)\n"
 DEV_PATCH = """  - patch: |
@@ -104,6 +105,20 @@ def build_ok(kubectl: Kubectl, path: Path) -> str:
 
 def overlays_build(repo: Path, kubectl: Kubectl) -> dict[str, str]:
     return {o: build_ok(kubectl, repo / o) for o in ("clusters/dev", "clusters/prod")}
+
+
+def files_at(repo: Path, rev: str) -> dict[str, bytes]:
+    """Every file of `rev`, as Flux would fetch it."""
+    names = git(repo, "ls-tree", "-r", "--name-only", "-z", rev).split("\0")
+    return {n: subprocess.run(["git", "show", f"{rev}:{n}"], cwd=repo, capture_output=True, check=True).stdout
+            for n in names if n}
+
+
+def deletes_nothing(repo: Path) -> bool:
+    """The merge just made (HEAD~1 deployed), judged by the Flux simulation: no history deletes anything."""
+    outcome = simulate(files_at(repo, "HEAD~1"), files_at(repo, "HEAD"))
+    assert outcome.histories, "the simulation explored nothing"
+    return not outcome.deleted
 
 
 def test_the_flattened_example_builds_like_the_seed(flat_repo: Path, kubectl: Kubectl) -> None:
@@ -304,6 +319,7 @@ def test_step_2_splits_everything_once_step_1_is_deployed(
     legacy = documents(build_ok(kubectl, flat_repo / "apps"))
     run(flat_repo, capsys, "apply", "--base", "HEAD")
     git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    assert deletes_nothing(flat_repo)
     base_before = (flat_repo / "clusters/base/kustomization.yaml").read_text()
     code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
     assert code == 0
@@ -345,6 +361,9 @@ def test_step_2_splits_everything_once_step_1_is_deployed(
         for n, dep in enumerate(["platform-config", "apps-wave-0", "apps-wave-1"])))
     git(flat_repo, "add", "-A")
     git(flat_repo, "commit", "-q", "-m", "step 2: the split")
+    assert deletes_nothing(flat_repo)
+    # ... where the split merged over the still pruning `apps` (step 1 skipped) deletes what it applied.
+    assert simulate(files_at(flat_repo, "HEAD~2"), files_at(flat_repo, "HEAD")).deleted
     code, after = run(flat_repo, capsys, "check", "--base", "HEAD~1")
     assert code == 0, [f for f in after["findings"] if f["severity"] == "error"]
     code, settled = run(flat_repo, capsys, "check", "--base", "HEAD")

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
 
 from bot.cli import main
 
@@ -346,3 +347,66 @@ def test_once_the_app_tier_is_empty_and_deployed_every_wave_goes(
     assert not list((example_repo / "apps").glob("wave-*")) and "- apps-wave-" not in (
         example_repo / "clusters/base/kustomization.yaml").read_text()
     builds(example_repo, kubectl)
+
+
+# ---- cutover step 1 tells the whole truth at once (issue 28, item 8) -------------------------------
+
+KUSTOMIZE = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+GROUPED_LEGACY = {
+    ".wave-bot.yaml": "dependencies:\n  plex: []\n  sonarr: [plex]\n  web: []\n",
+    "clusters/base/kustomization.yaml": KUSTOMIZE + "resources:\n  - apps.yaml\n",
+    "clusters/base/apps.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n"
+                               "  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n"
+                               "  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+    "clusters/dev/kustomization.yaml": KUSTOMIZE + "resources:\n  - ../base\n",
+    # apps/ has no kustomization.yaml: Flux generates one (every YAML file, each kustomization directory).
+    "apps/web/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\n",
+    # A grouping folder whose kustomization adds a component: the cache claim is in no app directory.
+    "apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./plex\n  - ./sonarr\n"
+                                     "components:\n  - ../../components/cache\n",
+    "apps/media/plex/kustomization.yaml": KUSTOMIZE + "resources:\n  - deploy.yaml\n",
+    "apps/media/plex/deploy.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plex\n  namespace: media\n",
+    "apps/media/sonarr/kustomization.yaml": KUSTOMIZE + "resources:\n  - deploy.yaml\n",
+    "apps/media/sonarr/deploy.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sonarr\n"
+                                     "  namespace: media\n",
+    "components/cache/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+                                           "resources:\n  - claim.yaml\n",
+    "components/cache/claim.yaml": "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: media-cache\n"
+                                   "  namespace: media\nspec:\n  accessModes: [ReadWriteOnce]\n"
+                                   "  resources:\n    requests:\n      storage: 1Gi\n",
+}
+
+
+def test_step_1_counts_and_protects_every_object_the_legacy_applies_as_flux_builds_it(
+    make_repo: Any, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    repo = make_repo(GROUPED_LEGACY, name="grouped")
+    # What kustomize-controller applies for ./apps: its generated kustomization lists web/config.yaml
+    # and the media/ kustomization, whose component adds the claim (kubectl builds that part).
+    media = kubectl(repo / "apps/media")
+    assert media.returncode == 0, media.stderr
+    built = [d for d in YAML(typ="safe").load_all(media.stdout) if d]
+    applied = len(built) + 1  # and the web ConfigMap
+    assert applied == 4 and ("PersistentVolumeClaim", "media-cache") in [
+        (d["kind"], d["metadata"]["name"]) for d in built]
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    (step,) = codes(out)["cutover-step-1"]
+    assert f"({applied} object(s) here; the stateful ones: 1 PersistentVolumeClaim)" in step["message"]
+    # The protection names the claim the group's component adds, and the finding carries it as data.
+    assert step["fix"] == ("kubectl -n media annotate persistentvolumeclaim/media-cache "
+                           "kustomize.toolkit.fluxcd.io/prune=disabled")
+    assert [(o["kind"], o["name"], o["loses_data"]) for o in step["objects"]] == [
+        ("PersistentVolumeClaim", "media-cache", True)]
+
+
+def test_step_1_counts_an_object_of_unknown_name_once_however_many_clusters_apply_the_legacy(
+    make_repo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two clusters reconcile `apps`; one object's name is a variable nothing substitutes here.
+    repo = make_repo({**GROUPED_LEGACY, "clusters/prod/kustomization.yaml": KUSTOMIZE + "resources:\n  - ../base\n",
+                      "apps/web/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-${SUFFIX}\n"
+                                             "  namespace: web\n"}, name="two-clusters")
+    code, out = run(repo, capsys, "plan", "--base", "HEAD")
+    (step,) = codes(out)["cutover-step-1"]
+    assert "(5 object(s) here;" in step["message"]  # the 4 of the test above and web-${SUFFIX}

@@ -19,9 +19,12 @@ and the error naming a file and line. Which outcome each repository gets is prin
 """
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 import shutil
+import subprocess
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -32,7 +35,7 @@ from ruamel.yaml import YAML
 from bot.cli import main
 
 from conftest import PROJECT, Kubectl, snapshot
-from support import realrepos
+from support import fluxsim, realrepos
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/"
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -46,8 +49,12 @@ def _yaml_files(repo: Path) -> list[Path]:
 
 
 def _docs(path: Path) -> list[Any]:
+    """As kustomize reads a file: YAML 1.2 (`[os:etcd:backup]` is a list of one string; an anchor may
+    be defined again), which the pure loader reads and libyaml's does not."""
     try:
-        return [d for d in YAML(typ="safe").load_all(path.read_text()) if isinstance(d, dict)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ruamel warns about a redefined anchor
+            return [d for d in YAML(typ="safe", pure=True).load_all(path.read_text()) if isinstance(d, dict)]
     except Exception:  # a template, an encrypted or a non-YAML file: no Flux object of ours
         return []
 
@@ -179,6 +186,34 @@ def everything_applied(repo: Path, kubectl: Kubectl) -> Counter[Id]:
     return total
 
 
+def files_at(repo: Path, rev: str) -> dict[str, bytes]:
+    """Every file of a revision with its bytes."""
+    listing = realrepos.git(repo, "ls-tree", "-r", "-z", "--full-tree", rev).split("\0")
+    blobs = [(line.split("\t", 1)[1], line.split()[2]) for line in listing if line and line.split()[1] == "blob"]
+    raw = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"], check=True, capture_output=True,
+                         input="".join(f"{sha}\n" for _, sha in blobs).encode()).stdout
+    out, at = {}, 0
+    for path, _ in blobs:
+        header_end = raw.index(b"\n", at)
+        size = int(raw[at:header_end].split()[2])
+        out[path] = raw[header_end + 1:header_end + 1 + size]
+        at = header_end + 1 + size + 1
+    return out
+
+
+def judge_merge(repo: Path, legacy_file: str, legacy: str, step: str) -> None:
+    """The merge just made (HEAD~1 deployed, HEAD merged), judged by the project's Flux simulation
+    (tests/support/fluxsim.py, independent of wave-bot): no history of Flux reconciling it deletes
+    anything. The root is taken to build the directory of the legacy's file."""
+    before, after = files_at(repo, "HEAD~1"), files_at(repo, "HEAD")
+    entry = posixpath.dirname(legacy_file)
+    specs = fluxsim.kustomizations(before, entry)
+    # Not a vacuous verdict: the simulation reads the legacy and builds what it applies.
+    assert legacy in specs and fluxsim.flux_build(before, specs[legacy]), f"{step}: the simulation cannot read it"
+    outcome = fluxsim.simulate(before, after, entry)
+    assert not outcome.deleted, f"{step}: Flux deletes {sorted(map(str, outcome.deleted))[:20]}"
+
+
 def refused(repo: Path, before: dict[str, bytes], code: int, err: str) -> bool:
     """Whether the step was refused as input errors must be: exit 2, nothing written, file and line named."""
     if code != 2:
@@ -189,11 +224,32 @@ def refused(repo: Path, before: dict[str, bytes], code: int, err: str) -> bool:
     return True
 
 
+STATEFUL = ("Namespace", "PersistentVolumeClaim", "PersistentVolume")
+
+
+def step_1_tells_the_whole_truth(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl,
+                                 legacy_doc: dict[str, Any]) -> None:
+    """Step 1's finding counts what the legacy applies as kustomize-controller builds its path (its
+    kustomization, or the generated one, group components included) and its protection names every
+    Namespace and claim among them."""
+    capsys.readouterr()
+    if main(["plan", str(repo), "--base", "main", "--format", "json"]) == 2:
+        return  # refused: the apply that follows says why
+    (step,) = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "cutover-step-1"]
+    applied = set(applied_by(repo, repo / _spec_dir(legacy_doc), kubectl))
+    assert f"({len(applied)} object(s) here;" in step["message"], step["message"][:600]
+    for kind, namespace, name in sorted(applied):
+        if kind in STATEFUL:
+            ns = f" -n {namespace}" if namespace and kind != "Namespace" else ""
+            assert f"kubectl{ns} annotate {kind.lower()}/{name} " in (step["fix"] or ""), (kind, name)
+
+
 def run_the_cutover(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, legacy: str) -> str:
     """Steps 1 and 2 as the README says; returns how far it got ('split', or the refused step)."""
     built = building(repo, kubectl)
     flux_before = flux_kustomizations(repo)
     legacy_file, legacy_doc = flux_before[legacy]
+    step_1_tells_the_whole_truth(repo, capsys, kubectl, legacy_doc)
     before = snapshot(repo)
     code, err = apply(repo, capsys)
     if refused(repo, before, code, err):
@@ -204,7 +260,10 @@ def run_the_cutover(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kub
     assert len(changed) == 2 and (changed[1] == "+  prune: false" or changed[1] == "+  deletionPolicy: Orphan"), diff
     assert realrepos.git(repo, "diff", "--name-only", "HEAD").split() == [legacy_file]
     assert built <= building(repo, kubectl)
+    capsys.readouterr()  # step 1's own pull request passes check: it only releases the legacy
+    assert main(["check", str(repo), "--base", "main"]) == 0, capsys.readouterr().err[:2000]
     merge(repo, "wave-bot step 1")
+    judge_merge(repo, legacy_file, legacy, "step 1")
     applied_before = everything_applied(repo, kubectl)
     before = snapshot(repo)
     code, err = apply(repo, capsys)
@@ -212,6 +271,7 @@ def run_the_cutover(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kub
         return "step 2 refused"
     assert code == 0, err
     merge(repo, "wave-bot step 2")
+    judge_merge(repo, legacy_file, legacy, "step 2")
     assert built - {d for d in built if not (repo / d).is_dir()} <= building(repo, kubectl)
     flux_after = flux_kustomizations(repo)
     assert set(flux_before) - set(flux_after) == {legacy}
@@ -241,6 +301,7 @@ def test_the_readme_cutover_on_a_real_repository(
         file, _ = flux_kustomizations(repo)[legacy]
         assert write_config(repo, apps, posixpath.dirname(file), units)
         merge(repo, "adopt wave-bot")
+        judge_merge(repo, file, legacy, "adopt")
         outcome = run_the_cutover(repo, capsys, kubectl, legacy)
         print(f"{archive}: {outcome}")
         return
@@ -286,3 +347,7 @@ def test_the_readme_cutover_on_the_flattened_dir_per_app_example(
     legacy = flatten_waves(repo)
     merge(repo, "the monolithic app tier")
     assert run_the_cutover(repo, capsys, kubectl, legacy) == "split"
+    # The simulation's verdict can fail: the split merged over the still pruning legacy (step 1
+    # skipped) deletes the namespaces, claims and deployments.
+    skipped = fluxsim.simulate(files_at(repo, "HEAD~2"), files_at(repo, "HEAD")).deleted
+    assert fluxsim.Rid("", "PersistentVolumeClaim", "media", "jellyfin-config") in skipped

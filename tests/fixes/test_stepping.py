@@ -9,6 +9,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ruamel.yaml import YAML
 
 from bot.cli import main
@@ -507,22 +508,31 @@ def test_a_manifest_that_sets_another_prune_value_is_told_to_change_it_not_to_an
     assert simulate(deployed, files_at(repo, "HEAD")).deleted == set()
 
 
-def test_a_unit_whose_namespace_comes_from_a_base_outside_it_is_held_whole(
-    make_repo: Any, capsys: Any
+@pytest.mark.parametrize("base", [["--base", "HEAD"], []], ids=["base-head", "no-base"])
+@pytest.mark.parametrize("via", ["base", "component"])
+def test_a_unit_whose_namespace_comes_from_outside_it_is_held_whole(
+    make_repo: Any, capsys: Any, via: str, base: list[str]
 ) -> None:
-    """jellyfin's Namespace is defined in bases/media/ (its kustomization names ../../../../bases/media):
-    moving jellyfin a wave later deletes that Namespace too, so the unit is held as a whole."""
+    """jellyfin's Namespace is defined outside its directory, in bases/media/ (its kustomization names
+    ../../../../bases/media) or in a component, and nothing in its directory loses data: moving
+    jellyfin a wave later deletes that Namespace, so the unit is held as a whole, with --base and
+    without (the work tree is then deployed)."""
     example = PROJECT / "examples" / "dir-per-app"
     files: dict[str, str | bytes] = {str(p.relative_to(example)): p.read_bytes() for p in example.rglob("*")
                                      if p.is_file()}
     unit = "apps/wave-1/media/jellyfin"
-    files["bases/media/namespace.yaml"] = files.pop(f"{unit}/namespace.yaml")
-    files["bases/media/kustomization.yaml"] = ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-                                               "resources:\n  - namespace.yaml\n")
+    files[f"{via}s/media/namespace.yaml"] = files.pop(f"{unit}/namespace.yaml")
+    files[f"{via}s/media/kustomization.yaml"] = (
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" if via == "base" else
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n") + "resources:\n  - namespace.yaml\n"
     kustomization = files[f"{unit}/kustomization.yaml"]
     assert isinstance(kustomization, bytes)
-    files[f"{unit}/kustomization.yaml"] = kustomization.replace(b"  - namespace.yaml\n",
-                                                                b"  - ../../../../bases/media\n")
+    # Its claim goes too: the Namespace from outside is all a move would lose.
+    del files[f"{unit}/pvc.yaml"]
+    kustomization = kustomization.replace(b"  - pvc.yaml\n", b"")
+    files[f"{unit}/kustomization.yaml"] = (
+        kustomization.replace(b"  - namespace.yaml\n", b"  - ../../../../bases/media\n") if via == "base" else
+        kustomization.replace(b"  - namespace.yaml\n", b"") + b"components:\n  - ../../../../components/media\n")
     repo = make_repo(files, name="based")
     config = repo / ".wave-bot.yaml"
     config.write_text(config.read_text().replace("  redis: []\n", "  redis: [postgres]\n")
@@ -530,7 +540,7 @@ def test_a_unit_whose_namespace_comes_from_a_base_outside_it_is_held_whole(
     git(repo, "commit", "-qam", "jellyfin needs redis, redis needs postgres")
     deployed = files_at(repo, "HEAD")
     capsys.readouterr()
-    assert main(["apply", str(repo), "--base", "HEAD", "--format", "json"]) == 0
+    assert main(["apply", str(repo), *base, "--format", "json"]) == 0
     held = [f for f in findings_of(capsys.readouterr().out) if f["code"] == "move-held"]
     assert unit in [f["path"] for f in held]
     assert (repo / unit).is_dir() and not (repo / "apps/wave-2/media/jellyfin").exists()

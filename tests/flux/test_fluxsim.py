@@ -27,11 +27,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+from ruamel.yaml import YAML
 
 from bot.cli import main
 
 from conftest import service, snapshot, write_files
-from support.fluxsim import PRUNE, Outcome, Rid, build, simulate
+from support.fluxsim import FLUX_GROUP, PRUNE, Outcome, Rid, Spec, build, flux_build, kustomizations, simulate
 
 STATEFUL = {("", "PersistentVolumeClaim"), ("", "PersistentVolume"), ("", "Namespace"),
             ("postgresql.cnpg.io", "Cluster")}
@@ -171,6 +172,50 @@ def test_the_model_gives_a_nested_kustomization_the_deletion_policy_its_parents_
     # A later patch of the parent naming the child wins over the one for every child.
     assert simulate(world(True, every + orphan_child), world(False, every + orphan_child)).deleted == {
         Rid("kustomize.toolkit.fluxcd.io", "Kustomization", "flux-system", "child")}
+
+
+def test_the_model_reads_a_ks_yaml_repository_from_a_generated_entry() -> None:
+    # The shape of the homelab templates: the root builds a directory without a kustomization (Flux
+    # generates one); the legacy applies kubernetes/apps/ (generated too), whose grouping folder sets a
+    # namespace and adds a component; its child applies an app with a Flux-level component whose
+    # claim is named by postBuild substitution.
+    claim = Rid("", "PersistentVolumeClaim", "media", "plex")
+    secret = Rid("", "Secret", "media", "cluster-secrets")
+    child = Rid(FLUX_GROUP, "Kustomization", "media", "plex")
+    kust = b"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+    component = b"apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+
+    def world(prune: bool) -> dict[str, bytes]:
+        return {
+            "kubernetes/flux/cluster/ks.yaml": flux_k("cluster-apps", "kubernetes/apps", prune),
+            "kubernetes/apps/media/kustomization.yaml": kust + b"namespace: media\ncomponents: [../../components/sops]"
+                                                               b"\nresources: [./plex/ks.yaml]\n",
+            "kubernetes/apps/media/plex/ks.yaml": flux_k("plex", "kubernetes/apps/media/plex/app", extra=(
+                "  targetNamespace: media\n  components: [../../../../components/backup]\n"
+                "  postBuild:\n    substitute:\n      APP: plex\n")).replace(b"  namespace: flux-system\n", b""),
+            "kubernetes/apps/media/plex/app/kustomization.yml": kust + b"resources: [cm.yaml]\n",
+            "kubernetes/apps/media/plex/app/cm.yaml": cm("plex", ns=""),
+            "kubernetes/components/sops/kustomization.yaml": component
+            + b"secretGenerator:\n  - name: cluster-secrets\n",
+            "kubernetes/components/backup/kustomization.yaml": component + b"resources: [pvc.yaml]\n",
+            "kubernetes/components/backup/pvc.yaml": cm("${APP}", kind="PersistentVolumeClaim", ns=""),
+        }
+
+    specs = kustomizations(world(True), "kubernetes/flux/cluster")
+    assert [m.rid for m in flux_build(world(True), specs["cluster-apps"]) or []] == [child, secret]
+    assert {m.rid for m in flux_build(world(True), _spec_of(world(True), "plex")) or []} == {
+        Rid("", "ConfigMap", "media", "plex"), claim}
+    # Deleting the pruning legacy deletes its child, whose finalizer deletes the claim; released, nothing.
+    gone = {"kubernetes/flux/cluster/other.yaml": cm("keep", ns="flux-system")}
+    assert {child, secret, claim} <= simulate(world(True), gone, "kubernetes/flux/cluster").deleted
+    assert simulate(world(False), gone, "kubernetes/flux/cluster").deleted == set()
+
+
+def _spec_of(files: dict[str, bytes], name: str) -> Spec:
+    from support.fluxsim import _spec
+
+    (doc,) = [d for d in YAML(typ="safe").load_all(files[f"kubernetes/apps/media/{name}/ks.yaml"])]
+    return _spec(name, doc["spec"])
 
 
 def test_the_model_uninstalls_a_deleted_helmrelease_with_what_its_chart_rendered() -> None:

@@ -47,6 +47,23 @@ Written from Flux's documented behaviour, not from `bot/checks/deletes.py`, so t
     marks nothing `helm.sh/resource-policy: keep`). Deleting the HelmRelease uninstalls the
     release: helm-controller deletes every object it rendered, whatever Flux's annotations say.
 
+- The entry: the root Kustomization builds `clusters/base` unless told another directory (`entry`, e.g. the
+  directory holding a real repository's top Kustomizations), with its kustomization or, without one,
+  the kustomization Flux generates; a file it cannot read fails the simulation (AssertionError), as
+  a root that applies nothing would make every Kustomization look removed.
+- What a Flux Kustomization builds: its `spec.path` (kustomization.yaml, .yml or `Kustomization`, or
+  the generated one), with `spec.components` (relative to the path) and `spec.targetNamespace`
+  added to that kustomization as the controller does, then postBuild substitution of
+  `spec.postBuild.substitute` (`${VAR}`, `${VAR:=default}`; with a `substituteFrom` the sim cannot
+  read, a variable it does not set stays as written), except on objects annotated
+  `kustomize.toolkit.fluxcd.io/substitute: disabled`.
+- kustomize's `components` (a Component's resources are added and its transformers run over
+  everything accumulated so far, before the including kustomization's own), and `configMapGenerator`
+  / `secretGenerator` (one ConfigMap / Secret of the given name: the content hash suffix is left out,
+  the same on both sides of a transition that does not change the generator). Fields that do not
+  change what an object is or whether Flux may prune it (`images`, `replicas`, `generatorOptions`,
+  `configurations`, `openapi`, `sortOptions`, `buildMetadata`) are ignored; anything else is refused.
+
 YAML is read as YAML 1.2 (ruamel's safe loader), as kustomize's kyaml reads it: `prune: yes` is
 the string "yes", which the CRD's boolean field rejects; this model treats only `true` as true.
 
@@ -56,13 +73,17 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import itertools
 import posixpath
+import re
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruamel.yaml import YAML
+from ruamel.yaml import YAML, YAMLError
+from ruamel.yaml.constructor import SafeConstructor
 
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
 HELM_GROUP = "helm.toolkit.fluxcd.io"
@@ -70,7 +91,15 @@ PRUNE = f"{FLUX_GROUP}/prune"
 ENTRY = "clusters/base"
 MAX_HISTORIES = 20_000
 
+class _Constructor(SafeConstructor):
+    """YAML 1.2 as kyaml reads it: `=` is a string (YAML 1.1's value tag is no tag here)."""
+
+
+_Constructor.add_constructor("tag:yaml.org,2002:value", SafeConstructor.construct_yaml_str)
 _yaml = YAML(typ="safe", pure=True)
+_yaml.Constructor = _Constructor
+_fast = YAML(typ="safe")  # libyaml's parser with the same resolver and constructor: the same values, faster
+_fast.Constructor = _Constructor
 
 
 @dataclass(frozen=True, order=True)
@@ -96,6 +125,13 @@ class Spec:
     child_patches: tuple[tuple[str | None, tuple[tuple[str, Any], ...]], ...] = ()
     """Its spec.patches that target Flux Kustomizations: (the target's name or None for all, the
     `prune` / `deletionPolicy` values the patch sets), in order."""
+    components: tuple[str, ...] = ()
+    """spec.components, relative to spec.path."""
+    target_namespace: str = ""
+    substitute: tuple[tuple[str, str], ...] = ()
+    """spec.postBuild.substitute."""
+    substitute_from: bool = False
+    """spec.postBuild.substituteFrom is set: variables the sim cannot read may be set there."""
 
     @property
     def finalizer_prunes(self) -> bool:
@@ -117,8 +153,20 @@ class Manifest:
 Files = Mapping[str, bytes]
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed(data: bytes) -> tuple[Any, ...]:
+    try:  # libyaml refuses some YAML 1.2 (`[a:b]`, an anchor defined again): then the pure parser
+        return tuple(d for d in _fast.load_all(data) if d is not None)
+    except YAMLError:
+        pass
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an anchor defined again (valid YAML 1.2): ruamel warns
+        return tuple(d for d in _yaml.load_all(data) if d is not None)
+
+
 def _docs(data: bytes) -> list[Any]:
-    return [d for d in _yaml.load_all(data) if d is not None]
+    """The documents of a file (a fresh copy: builds transform them in place)."""
+    return copy.deepcopy(list(_parsed(data)))
 
 
 def _objects(data: bytes) -> list[dict[str, Any]]:
@@ -165,6 +213,7 @@ def _spec(name: str, spec: Mapping[str, Any]) -> Spec:
         fields = tuple((k, body[k]) for k in ("prune", "deletionPolicy") if k in body)
         if fields:
             patches.append((target.get("name"), fields))
+    post = spec.get("postBuild") or {}
     return Spec(
         name=name,
         path=str(spec.get("path", "")).removeprefix("./") or ".",
@@ -172,7 +221,64 @@ def _spec(name: str, spec: Mapping[str, Any]) -> Spec:
         deletion_policy=str(spec.get("deletionPolicy") or ""),
         depends_on=tuple(str(d.get("name")) for d in spec.get("dependsOn") or []),
         child_patches=tuple(patches),
+        components=tuple(str(c) for c in spec.get("components") or []),
+        target_namespace=str(spec.get("targetNamespace") or ""),
+        substitute=tuple((str(k), str(v)) for k, v in (post.get("substitute") or {}).items()),
+        substitute_from=bool(post.get("substituteFrom")),
     )
+
+
+def flux_build(files: Files, spec: Spec) -> list[Manifest] | None:
+    """What the Flux Kustomization `spec` applies: its path built with its components and target
+    namespace, substituted, its patches for nested Kustomizations applied; None when it fails."""
+    directory = posixpath.normpath(spec.path)
+    if not _children(files, directory):
+        return None
+    extra: dict[str, Any] = {}
+    if spec.components:
+        extra["components"] = list(spec.components)
+    if spec.target_namespace:
+        extra["namespace"] = spec.target_namespace
+    try:
+        objects = _build(files, directory, extra)
+        values = dict(spec.substitute)
+        manifests = [_manifest(_substitute(obj, values, spec.substitute_from)) for obj in objects]
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
+    return patched(manifests, spec)
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[=-]([^}]*))?\}")
+
+
+def _substitute(obj: Any, values: Mapping[str, str], more: bool) -> Any:
+    """postBuild substitution (`${VAR}`, `${VAR:=default}`) of every string of `obj`."""
+    if not values and not more:
+        return obj
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    notes = (meta or {}).get("annotations") or {} if isinstance(meta, dict) else {}
+    if str(notes.get(f"{FLUX_GROUP}/substitute", "")).lower() == "disabled":
+        return obj
+
+    def one(text: str) -> str:
+        def var(m: re.Match[str]) -> str:
+            if m.group(1) in values:
+                return values[m.group(1)]
+            if more:
+                return m.group(0)  # perhaps set by a substituteFrom source the sim cannot read
+            return m.group(2) if m.group(2) is not None else ""
+        return _VAR.sub(var, text)
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return one(value)
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return walk(obj)
 
 
 def patched(manifests: list[Manifest] | None, spec: Spec) -> list[Manifest] | None:
@@ -229,30 +335,79 @@ def build(files: Files, directory: str) -> list[Manifest] | None:
         return None
 
 
-def _build(files: Files, directory: str) -> list[dict[str, Any]]:
-    kfile = f"{directory}/kustomization.yaml"
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+def _kustomization(files: Files, directory: str) -> dict[str, Any] | None:
+    """`directory`'s own kustomization (None: it has none, and Flux generates one)."""
+    for name in KUSTOMIZATION_FILES:
+        if f"{directory}/{name}" in files:
+            docs = _docs(files[f"{directory}/{name}"])
+            if len(docs) > 1 or docs and not isinstance(docs[0], dict):
+                raise ValueError(f"{directory}/{name}: not one mapping")
+            return docs[0] if docs else {}
+    return None
+
+
+def _build(files: Files, directory: str, extra: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """`directory` built (its kustomization, or the generated one), `extra` added to that
+    kustomization as kustomize-controller adds a Flux Kustomization's components and namespace."""
+    kust = _kustomization(files, directory)
     out: list[dict[str, Any]] = []
-    if kfile in files:
-        (kust,) = _docs(files[kfile]) or [{}]
-        for entry in kust.get("resources") or []:
-            path = posixpath.normpath(f"{directory}/{entry}")
+    if kust is None:
+        for name in sorted(_children(files, directory)):
+            path = f"{directory}/{name}"
             if path in files:
-                out += copy.deepcopy(_objects(files[path]))
-            elif _children(files, path):
-                out += _build(files, path)
+                if _is_yaml(name):
+                    out += _objects(files[path])
             else:
-                raise KeyError(path)  # kustomize fails on a missing resource
-        return _transform(kust, out)
-    for name in sorted(_children(files, directory)):
-        path = f"{directory}/{name}"
-        if path in files:
-            if _is_yaml(name):
-                out += copy.deepcopy(_objects(files[path]))
-        else:
-            out += _build(files, path)
+                out += _build(files, path)
+        if not extra:
+            return out
+        kust = {}
+    else:
+        for entry in kust.get("resources") or []:
+            out += _resource(files, directory, entry)
+    if extra:
+        kust = {**kust, **{k: v for k, v in extra.items() if k != "components"},
+                "components": [*(kust.get("components") or []), *(extra.get("components") or [])]}
+    out += _generated(kust)
+    for entry in kust.get("components") or []:
+        path = posixpath.normpath(f"{directory}/{entry}")
+        component = _kustomization(files, path)
+        if component is None:
+            raise KeyError(path)  # kustomize fails on a missing component
+        for resource in component.get("resources") or []:
+            out += _resource(files, path, resource)
+        out += _generated(component)
+        out = _transform({k: v for k, v in component.items() if k != "components"}, out)
+        if component.get("components"):
+            raise KeyError(f"the simulation does not model nested components ({path})")
+    return _transform(kust, out)
+
+
+def _resource(files: Files, directory: str, entry: Any) -> list[dict[str, Any]]:
+    path = posixpath.normpath(f"{directory}/{entry}")
+    if path in files:
+        return _objects(files[path])
+    if _children(files, path):
+        return _build(files, path)
+    raise KeyError(path)  # kustomize fails on a missing (or remote) resource
+
+
+def _generated(kust: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ConfigMaps and Secrets a kustomization generates (named without the content hash)."""
+    out = []
+    for key, kind in (("configMapGenerator", "ConfigMap"), ("secretGenerator", "Secret")):
+        for gen in kust.get(key) or []:
+            meta = {"name": str(gen["name"]), **({"namespace": gen["namespace"]} if gen.get("namespace") else {})}
+            out.append({"apiVersion": "v1", "kind": kind, "metadata": meta})
     return out
 
 
+IDENTITY_NEUTRAL = ("images", "replicas", "generatorOptions", "configurations", "openapi", "sortOptions",
+                    "buildMetadata")
+"""kustomization fields that change neither what an object is nor whether Flux may prune it."""
 CLUSTER_SCOPED = {"Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "StorageClass"}
 
 
@@ -260,7 +415,8 @@ def _transform(kust: Mapping[str, Any], objects: list[dict[str, Any]]) -> list[d
     """The transformers of a kustomization the simulated repositories use, in kustomize's order
     (patches, namespace, labels and annotations); anything else it holds is refused (KeyError)."""
     unknown = set(kust) - {"apiVersion", "kind", "resources", "patches", "namespace", "commonLabels", "labels",
-                           "commonAnnotations"}
+                           "commonAnnotations", "components", "configMapGenerator", "secretGenerator",
+                           *IDENTITY_NEUTRAL}
     if unknown:
         raise KeyError(f"the simulation does not model {sorted(unknown)}")
     for entry in kust.get("patches") or []:
@@ -306,21 +462,31 @@ def _patch(obj: dict[str, Any], patch: Any) -> None:
             meta[key] = {**(meta.get(key) or {}), **patch["metadata"][key]}
 
 
-def kustomizations(files: Files) -> dict[str, Spec]:
-    """The Flux Kustomizations the root applies (what `clusters/base` builds)."""
+def kustomizations(files: Files, entry: str = ENTRY) -> dict[str, Spec]:
+    """The Flux Kustomizations the root applies (what `entry`, `clusters/base` by default, builds)."""
     out = {}
-    for m, doc in _flux_docs(files):
+    for m, doc in _flux_docs(files, entry):
         out[m.rid.name] = _spec(m.rid.name, doc.get("spec") or {})
     return out
 
 
-def _flux_docs(files: Files) -> Iterator[tuple[Manifest, dict[str, Any]]]:
-    kfile = f"{ENTRY}/kustomization.yaml"
+def _flux_docs(files: Files, entry: str = ENTRY) -> Iterator[tuple[Manifest, dict[str, Any]]]:
+    kfile = f"{entry}/kustomization.yaml"
     if kfile not in files:
+        if _children(files, entry):  # no kustomization: the one Flux generates
+            try:
+                built = _build(files, entry)
+            except (KeyError, ValueError, TypeError, AttributeError) as exc:
+                raise AssertionError(f"the simulation cannot read the entry {entry}: {exc!r}") from exc
+            for doc in built:
+                if doc.get("kind") == "Kustomization" and str(doc.get("apiVersion", "")).startswith(FLUX_GROUP + "/"):
+                    meta = doc.get("metadata") or {}
+                    yield Manifest(Rid(FLUX_GROUP, "Kustomization", str(meta.get("namespace") or ""),
+                                       str(meta.get("name"))), False), doc
         return
     (kust,) = _docs(files[kfile])
-    for entry in kust.get("resources") or []:
-        path = posixpath.normpath(f"{ENTRY}/{entry}")
+    for entry_file in kust.get("resources") or []:
+        path = posixpath.normpath(f"{entry}/{entry_file}")
         if path not in files:
             continue
         for doc in _docs(files[path]):
@@ -381,10 +547,11 @@ def _orders(actors: list[str], after: Mapping[str, set[str]]) -> Iterator[list[s
             yield [actor, *tail]
 
 
-def simulate(base: Files, head: Files) -> Outcome:
-    """Every object deleted in some history of Flux reconciling `head` over a cluster at `base`."""
-    base_ks, head_ks = kustomizations(base), kustomizations(head)
-    base_builds = {name: patched(build(base, spec.path), spec) or [] for name, spec in base_ks.items()}
+def simulate(base: Files, head: Files, entry: str = ENTRY) -> Outcome:
+    """Every object deleted in some history of Flux reconciling `head` over a cluster at `base`
+    (`entry`: the directory the cluster's root Kustomization builds)."""
+    base_ks, head_ks = kustomizations(base, entry), kustomizations(head, entry)
+    base_builds = {name: flux_build(base, spec) or [] for name, spec in base_ks.items()}
     for owner, m in list(_nested(base, [m for ms in base_builds.values() for m in ms])):
         base_builds.setdefault(owner, []).append(m)
     # Who may own each object at base: every Kustomization defining it (the last applier wins).
@@ -437,7 +604,7 @@ def _nested(files: Files, manifests: list[Manifest], seen: tuple[str, ...] = ())
     """(owner, object) for everything the nested owners among `manifests` apply, recursively."""
     for m in manifests:
         if m.child is not None and m.child.name not in seen:
-            found = patched(build(files, m.child.path), m.child) or []
+            found = flux_build(files, m.child) or []
             yield from ((m.child.name, c) for c in found)
             yield from _nested(files, found, (*seen, m.child.name))
         yield from ((helm_owner(m.rid), r) for r in m.chart)
@@ -492,7 +659,7 @@ def _history(
             return
         if m.child is not None and depth < 8:  # a nested Kustomization reconciles in the same step
             nested_specs[m.rid] = m.child
-            found = patched(build(head, m.child.path), m.child)
+            found = flux_build(head, m.child)
             if found is not None:
                 for c in found:
                     apply(c, m.child.name, depth + 1)
@@ -513,7 +680,7 @@ def _history(
                 collect(name, inventory.get(name, set()), "finalizer")
             continue
         spec = specs[actor]
-        found = patched(build(head, spec.path), spec)
+        found = flux_build(head, spec)
         if found is None or set(spec.depends_on) & failed:
             failed.add(actor)  # not Ready: applies nothing, prunes nothing, blocks its dependents
             continue
