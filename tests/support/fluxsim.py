@@ -58,6 +58,7 @@ import copy
 import dataclasses
 import itertools
 import posixpath
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,7 +71,16 @@ PRUNE = f"{FLUX_GROUP}/prune"
 ENTRY = "clusters/base"
 MAX_HISTORIES = 20_000
 
-_yaml = YAML(typ="safe", pure=True)
+_local = threading.local()
+
+
+def _yaml() -> YAML:
+    """This thread's YAML reader: ruamel keeps a parser's state on the instance (tests/live/ plays
+    several scenarios at once)."""
+    found: YAML | None = getattr(_local, "yaml", None)
+    if found is None:
+        found = _local.yaml = YAML(typ="safe", pure=True)
+    return found
 
 
 @dataclass(frozen=True, order=True)
@@ -118,7 +128,7 @@ Files = Mapping[str, bytes]
 
 
 def _docs(data: bytes) -> list[Any]:
-    return [d for d in _yaml.load_all(data) if d is not None]
+    return [d for d in _yaml().load_all(data) if d is not None]
 
 
 def _objects(data: bytes) -> list[dict[str, Any]]:
@@ -161,7 +171,7 @@ def _spec(name: str, spec: Mapping[str, Any]) -> Spec:
         target = entry.get("target") or {}
         if target.get("kind") != "Kustomization" or target.get("group", FLUX_GROUP) != FLUX_GROUP:
             continue
-        body = (_yaml.load(entry["patch"]) or {}).get("spec") or {}
+        body = (_yaml().load(entry["patch"]) or {}).get("spec") or {}
         fields = tuple((k, body[k]) for k in ("prune", "deletionPolicy") if k in body)
         if fields:
             patches.append((target.get("name"), fields))
@@ -264,7 +274,7 @@ def _transform(kust: Mapping[str, Any], objects: list[dict[str, Any]]) -> list[d
     if unknown:
         raise KeyError(f"the simulation does not model {sorted(unknown)}")
     for entry in kust.get("patches") or []:
-        target, patch = entry["target"], _yaml.load(entry["patch"])
+        target, patch = entry["target"], _yaml().load(entry["patch"])
         for obj in objects:
             if obj["kind"] == target["kind"] and str(obj["apiVersion"]).rpartition("/")[0] == target.get(
                     "group", str(obj["apiVersion"]).rpartition("/")[0]):
