@@ -170,6 +170,43 @@ def test_a_removed_kustomization_prunes_its_inventory_unless_orphaned(live: Clus
     assert Rid("", "ConfigMap", "apps", "y") not in real
 
 
+def test_a_nested_kustomization_moved_out_of_flux_system_finds_no_source(live: Cluster) -> None:
+    """A unit kustomization's `namespace:` moves the Flux Kustomization `child` to `elsewhere`, where
+    its sourceRef (no namespace: its own) names no GitRepository: it is not Ready, applies nothing
+    and prunes nothing, so removing it deletes only the Kustomization object."""
+    base = {**waves(b"", b""), "apps/w0/kustomization.yaml": b"resources: [child]\n",
+            "apps/w0/child/kustomization.yaml": b"namespace: elsewhere\nresources: [child.yaml]\n",
+            "apps/w0/child/child.yaml": flux("child", "kubernetes/child"), "kubernetes/child/x.yaml": cm("x")}
+    live.reset()
+    live.play(base, "base")
+    (child,) = [k for k in live.list(FLUX_GROUP, "Kustomization") if k["metadata"]["name"] == "child"]
+    ready = next(c for c in child["status"]["conditions"] if c["type"] == "Ready")
+    assert child["metadata"]["namespace"] == "elsewhere" and ready["status"] == "False", ready
+    assert "GitRepository.source.toolkit.fluxcd.io \"flux-system\" not found" in ready["message"], ready
+    head = {k: v for k, v in base.items() if not k.startswith("apps/w0/")} | {"apps/w0/.keep.yaml": b""}
+    _, real = judge(live, base, head)
+    assert real == {Rid(FLUX_GROUP, "Kustomization", "elsewhere", "child")}
+
+
+def test_a_kustomization_without_a_namespace_fails_the_roots_apply(live: Cluster) -> None:
+    """A Flux Kustomization in the root's build without metadata.namespace: the API server refuses
+    it, the root's apply fails, and the root applies nothing of the revision and deletes nothing."""
+    base = waves(cm("x"), cm("y"))
+    head = {k: v for k, v in base.items() if k != "clusters/base/w1.yaml"} | {
+        "clusters/base/kustomization.yaml": b"resources: [w0.yaml, w2.yaml]\n",
+        "clusters/base/w2.yaml": flux("w2", "apps/w2").replace(b"  namespace: flux-system\n", b""),
+        "apps/w2/a.yaml": cm("z")}
+    _, real = judge(live, base, head)
+    assert real == set()  # w1 is not pruned: its finalizer would delete y
+    (root,) = [k for k in live.list(FLUX_GROUP, "Kustomization") if k["metadata"]["name"] == "flux-system"]
+    ready = next(c for c in root["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "False" and "namespace not specified" in ready["message"], ready
+    assert "w2" not in {k["metadata"]["name"] for k in live.list(FLUX_GROUP, "Kustomization")}
+    # From an empty cluster, that revision applies nothing at all: the fixed one deletes nothing.
+    _, real = judge(live, head, base)
+    assert real == set()
+
+
 # ---- the simulation's random scenarios -----------------------------------------------------------
 
 

@@ -69,6 +69,7 @@ FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
 HELM_GROUP = "helm.toolkit.fluxcd.io"
 PRUNE = f"{FLUX_GROUP}/prune"
 ENTRY = "clusters/base"
+BOOTSTRAP_SOURCE = ("GitRepository", "flux-system", "flux-system")
 MAX_HISTORIES = 20_000
 
 _local = threading.local()
@@ -106,6 +107,16 @@ class Spec:
     child_patches: tuple[tuple[str | None, tuple[tuple[str, Any], ...]], ...] = ()
     """Its spec.patches that target Flux Kustomizations: (the target's name or None for all, the
     `prune` / `deletionPolicy` values the patch sets), in order."""
+    source: tuple[str, str, str] | None = None
+    """Its sourceRef (kind, namespace, name), the namespace defaulting to the Kustomization's own as
+    applied; None: no sourceRef written (the bootstrap source, as the hand-made cases abbreviate)."""
+
+    @property
+    def has_source(self) -> bool:
+        """Whether its source is there: the bootstrap GitRepository flux-system/flux-system is the one
+        source the simulated cluster has (source-controller serves it). Without it the Kustomization
+        is not Ready: it applies nothing, prunes nothing, and its finalizer has an empty inventory."""
+        return self.source is None or self.source == BOOTSTRAP_SOURCE
 
     @property
     def finalizer_prunes(self) -> bool:
@@ -155,7 +166,7 @@ def _manifest(obj: Mapping[str, Any]) -> Manifest:
     disabled = str(marks.get(PRUNE, "")).lower() == "disabled"
     spec = obj.get("spec") or {}
     if rid.group == FLUX_GROUP and rid.kind == "Kustomization":
-        return Manifest(rid, disabled, child=_spec(rid.name, spec))
+        return Manifest(rid, disabled, child=_spec(rid.name, spec, rid.namespace))
     if rid.group == HELM_GROUP and rid.kind == "HelmRelease":
         return Manifest(rid, disabled, chart=render(rid, spec))
     return Manifest(rid, disabled)
@@ -165,7 +176,7 @@ def _manifests(data: bytes) -> list[Manifest]:
     return [_manifest(obj) for obj in _objects(data)]
 
 
-def _spec(name: str, spec: Mapping[str, Any]) -> Spec:
+def _spec(name: str, spec: Mapping[str, Any], namespace: str) -> Spec:
     patches = []
     for entry in spec.get("patches") or []:
         target = entry.get("target") or {}
@@ -182,7 +193,15 @@ def _spec(name: str, spec: Mapping[str, Any]) -> Spec:
         deletion_policy=str(spec.get("deletionPolicy") or ""),
         depends_on=tuple(str(d.get("name")) for d in spec.get("dependsOn") or []),
         child_patches=tuple(patches),
+        source=_source(spec, namespace),
     )
+
+
+def _source(spec: Mapping[str, Any], namespace: str) -> tuple[str, str, str] | None:
+    ref = spec.get("sourceRef")
+    if not isinstance(ref, dict):
+        return None
+    return (str(ref.get("kind") or ""), str(ref.get("namespace") or namespace or "default"), str(ref.get("name") or ""))
 
 
 def patched(manifests: list[Manifest] | None, spec: Spec) -> list[Manifest] | None:
@@ -320,7 +339,7 @@ def kustomizations(files: Files) -> dict[str, Spec]:
     """The Flux Kustomizations the root applies (what `clusters/base` builds)."""
     out = {}
     for m, doc in _flux_docs(files):
-        out[m.rid.name] = _spec(m.rid.name, doc.get("spec") or {})
+        out[m.rid.name] = _spec(m.rid.name, doc.get("spec") or {}, m.rid.namespace or "flux-system")
     return out
 
 
@@ -391,9 +410,24 @@ def _orders(actors: list[str], after: Mapping[str, set[str]]) -> Iterator[list[s
             yield [actor, *tail]
 
 
+def root_fails(files: Files) -> bool:
+    """Whether the root's apply fails: a Flux Kustomization in its build has no metadata.namespace
+    (and the entrypoint's kustomization sets none), which the API server refuses ("namespace not
+    specified"), so the root applies nothing of the revision and prunes nothing."""
+    kfile = f"{ENTRY}/kustomization.yaml"
+    if kfile in files and ((_docs(files[kfile]) or [{}])[0] or {}).get("namespace"):
+        return False
+    return any(not m.rid.namespace for m, _ in _flux_docs(files))
+
+
 def simulate(base: Files, head: Files) -> Outcome:
-    """Every object deleted in some history of Flux reconciling `head` over a cluster at `base`."""
-    base_ks, head_ks = kustomizations(base), kustomizations(head)
+    """Every object deleted in some history of Flux reconciling `head` over a cluster at `base`.
+
+    The cluster at `base` is what Flux makes of `base` on an empty cluster: nothing when the root's
+    apply fails there (`root_fails`). When it fails at `head`, the root applies no Kustomization of
+    `head` and deletes none; the ones the cluster has reconcile `head` with the specs they have."""
+    base_ks = {} if root_fails(base) else kustomizations(base)
+    head_ks = base_ks if root_fails(head) else kustomizations(head)
     base_builds = {name: patched(build(base, spec.path), spec) or [] for name, spec in base_ks.items()}
     for owner, m in list(_nested(base, [m for ms in base_builds.values() for m in ms])):
         base_builds.setdefault(owner, []).append(m)
@@ -446,7 +480,7 @@ def simulate(base: Files, head: Files) -> Outcome:
 def _nested(files: Files, manifests: list[Manifest], seen: tuple[str, ...] = ()) -> Iterator[tuple[str, Manifest]]:
     """(owner, object) for everything the nested owners among `manifests` apply, recursively."""
     for m in manifests:
-        if m.child is not None and m.child.name not in seen:
+        if m.child is not None and m.child.name not in seen and m.child.has_source:
             found = patched(build(files, m.child.path), m.child) or []
             yield from ((m.child.name, c) for c in found)
             yield from _nested(files, found, (*seen, m.child.name))
@@ -502,7 +536,7 @@ def _history(
             return
         if m.child is not None and depth < 8:  # a nested Kustomization reconciles in the same step
             nested_specs[m.rid] = m.child
-            found = patched(build(head, m.child.path), m.child)
+            found = patched(build(head, m.child.path), m.child) if m.child.has_source else None
             if found is not None:
                 for c in found:
                     apply(c, m.child.name, depth + 1)
@@ -523,7 +557,7 @@ def _history(
                 collect(name, inventory.get(name, set()), "finalizer")
             continue
         spec = specs[actor]
-        found = patched(build(head, spec.path), spec)
+        found = patched(build(head, spec.path), spec) if spec.has_source else None
         if found is None or set(spec.depends_on) & failed:
             failed.add(actor)  # not Ready: applies nothing, prunes nothing, blocks its dependents
             continue

@@ -378,7 +378,16 @@ class Cluster:
     def _request(self, method: str, path: str, body: bytes | None = None,
                  content_type: str = "application/json") -> tuple[int, Any]:
         """One API request on this thread's kept-alive connection (a TLS handshake per request cost
-        more than the request: most of a poll)."""
+        more than the request: most of a poll); again while the API server answers 429 (a new CRD's
+        storage is initializing)."""
+        deadline = time.monotonic() + 30
+        while True:
+            code, out = self._request_once(method, path, body, content_type)
+            if code != 429 or time.monotonic() > deadline:
+                return code, out
+            time.sleep(POLL)
+
+    def _request_once(self, method: str, path: str, body: bytes | None, content_type: str) -> tuple[int, Any]:
         headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": content_type, "Accept": "application/json"}
         for attempt in (1, 2):
             conn = getattr(self._conns, "conn", None)
