@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -217,17 +218,32 @@ def test_a_kustomization_without_a_namespace_fails_the_roots_apply(live: Cluster
 # ---- the simulation's random scenarios -----------------------------------------------------------
 
 
+def stalls(w: Any) -> bool:
+    """Whether the world holds a child Kustomization its unit's kustomization moves out of
+    flux-system (its sourceRef then finds no GitRepository, and it is never Ready). The waves
+    health-check what they apply (`wait: true`), so real Flux holds the wave at "Running health
+    checks" for its whole `timeout` (5m) and every later wave waits on it: a third disagreement
+    (the simulation does not model health checks, so it lets the later waves reconcile), not yet
+    modelled; left out of the random lane until it is (issue 31). The hand transition
+    test_a_nested_kustomization_moved_out_of_flux_system_finds_no_source plays the shape without
+    `wait`."""
+    return any(shape.startswith("child") and w.dressing.get(name, (False,))[0] for name, shape in w.shapes.items())
+
+
 def drawn(n: int) -> list[object]:
-    """The first `n` worlds `worlds()` draws with a fixed seed (the same ones on every machine)."""
+    """The first `n` worlds `worlds()` draws with a fixed seed (the same ones on every machine) that
+    the lane can play (not `stalls`)."""
     out: list[object] = []
 
-    @settings(max_examples=n, deadline=None, derandomize=True, database=None, phases=[Phase.generate],
+    @settings(max_examples=3 * n, deadline=None, derandomize=True, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
     @given(SCENARIOS.worlds())
     def collect(w: object) -> None:
-        out.append(copy.deepcopy(w))
+        if not stalls(w):
+            out.append(copy.deepcopy(w))
 
     collect()
+    assert len(out) >= n, f"only {len(out)} playable worlds among {3 * n}"
     return out[:n]
 
 
