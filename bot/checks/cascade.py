@@ -41,7 +41,7 @@ from bot.flux.evalpaths import FLUX_UNSUPPORTED
 from bot.flux.inventory import Inventory
 from bot.flux.ownership import ownership
 from bot.flux.stateful import data_loss, is_stateful
-from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
+from bot.flux.vocabulary import DEFAULT_NAMESPACE, FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
 from bot.kustomize.build import build
 from bot.kustomize.files import Additions, find_kustomization
 from bot.kustomize.spec import CLUSTER_SCOPED, KUSTOMIZATION_FILES
@@ -86,6 +86,8 @@ class Cascade:
     """What wave-bot could not evaluate, one phrase each."""
     orphan_fix: bool = False
     """Its deletionPolicy (Delete, WaitForTermination) collects whatever spec.prune says."""
+    unreconciled: str = ""
+    """Why it never reconciles (its source is not in its namespace): its inventory is empty."""
 
     @property
     def is_release(self) -> bool:
@@ -151,6 +153,9 @@ def _cascade(tree: Tree, path: str, value: Mapping[str, Any], rid: ResourceId, c
     if not collects:
         return Cascade(rid, False, setting)
     orphan_fix = policy in ("Delete", "WaitForTermination")
+    missing = _source_elsewhere(spec, rid, config)
+    if missing:
+        return Cascade(rid, True, setting, unreconciled=missing)
     directory, unknown = _directory(spec, config)
     if directory is None or depth >= MAX_DEPTH or directory in seen:
         if directory is not None:
@@ -205,6 +210,24 @@ def _directory(spec: Mapping[str, Any], config: Config) -> tuple[str | None, str
     if joined == ".." or joined.startswith("../"):
         return None, f"what it applies (its path {text} is outside the repository)"
     return ("" if joined == "." else joined), ""
+
+
+def _source_elsewhere(spec: Mapping[str, Any], rid: ResourceId, config: Config) -> str:
+    """Why the Kustomization `rid` (as applied) never reconciles: its sourceRef, without a namespace,
+    names the waves' source, which is in another namespace (a unit kustomization's `namespace:`
+    moved it); "" when it finds its source."""
+    source = spec.get("sourceRef") if isinstance(spec.get("sourceRef"), dict) else {}
+    assert isinstance(source, dict)
+    kind, name = _wave_source(config)
+    if not source or source.get("namespace") or (str(source.get("kind")), str(source.get("name"))) != (kind, name):
+        return ""
+    template = config.kustomization_template or {}
+    meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
+    home = str((meta or {}).get("namespace") or DEFAULT_NAMESPACE)
+    where = rid.namespace or DEFAULT_NAMESPACE
+    if where == home:
+        return ""
+    return f"its sourceRef {kind} {name} has no namespace, so Flux looks for it in {where}; it is in {home}"
 
 
 def _wave_source(config: Config) -> tuple[str, str]:
@@ -354,6 +377,9 @@ def cascade_finding(finding: Finding, cascade: Cascade) -> Finding:
         cost = ("helm-controller uninstalls the release: every resource its chart rendered is deleted (the "
                 "volume claims the chart templates included, unless the chart marks them "
                 "helm.sh/resource-policy: keep), and it is installed again from scratch")
+    elif cascade.unreconciled:
+        cost = (f"it never reconciled ({cascade.unreconciled}): it is not Ready and applied nothing, so its "
+                "inventory is empty and its finalizer deletes nothing")
     elif not cascade.collects:
         cost = (f"its finalizer deletes nothing ({cascade.setting}): what it applies stays in the cluster, "
                 "unmanaged, until a Flux Kustomization of that name applies it again and adopts it")
@@ -367,7 +393,7 @@ def cascade_finding(finding: Finding, cascade: Cascade) -> Finding:
         cost += f". Not evaluated, check by hand: {'; '.join(cascade.unknown)}"
     message = finding.message.replace(RESTART, cost) if RESTART in finding.message else f"{finding.message}. {cost}"
     fix = finding.fix
-    if cascade.collects and not cascade.is_release:
+    if cascade.collects and not cascade.is_release and not cascade.unreconciled:
         setting = "spec.deletionPolicy: Orphan" if cascade.orphan_fix else "spec.prune: false"
         check = "{.spec.deletionPolicy}' prints Orphan" if cascade.orphan_fix else "{.spec.prune}' prints false"
         message += (f". Or keep what it owns, as the cutover runbook does: 1. merge a change that only sets "

@@ -27,7 +27,8 @@ from bot.repo.tree import Tree
 """How many tiers of tiers are followed (a tier whose pass applies Flux Kustomizations, and so on)."""
 
 
-CODES = ("depends-on-missing", "depends-on-namespace", "depends-on-cycle", "tier-not-checked", "tier-path-moved")
+CODES = ("depends-on-missing", "depends-on-namespace", "depends-on-cycle", "tier-not-checked", "tier-path-moved",
+         "kustomization-namespace-missing", "kustomization-source-namespace")
 
 
 """The Kustomization `flux bootstrap` creates to apply the cluster entrypoint: it exists wherever the
@@ -69,7 +70,62 @@ def graph_issues(entry: Entrypoint) -> list[Issue]:
             out.append(_namespace_issue(tier, dep, elsewhere[0]) if elsewhere else _missing_issue(entry, tier, dep))
     out += [_cycle_issue(cycle) for cycle in cycles(entry)]
     out += [_unchecked_issue(t, entry.unchecked[t.key]) for t in entry.tiers if t.key in entry.unchecked]
+    out += [_no_namespace_issue(t) for t in entry.tiers if not _built_namespace(t)]
+    out += _source_namespace_issues(entry)
     return out
+
+
+SOURCE_GROUP = "source.toolkit.fluxcd.io"
+
+
+def _source_namespace_issues(entry: Entrypoint) -> list[Issue]:
+    """A tier whose sourceRef, without a namespace, names a source that only another namespace has
+    (a unit kustomization's `namespace:` moved the Flux Kustomization out of flux-system): Flux
+    looks in the tier's own namespace, finds nothing, and the tier is never Ready."""
+    applied = [*entry.objects, *(o for p in entry.passes.values() if p is not None for o in p.objects)]
+    sources = {("GitRepository", DEFAULT_NAMESPACE, BOOTSTRAP[1])} | {
+        (o.id.kind, o.id.namespace or "default", o.id.name) for o in applied if o.id.group == SOURCE_GROUP}
+    out = []
+    for tier in entry.tiers:
+        ref = tier.spec().get("sourceRef")
+        if not isinstance(ref, dict) or ref.get("namespace"):
+            continue
+        kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+        elsewhere = sorted(ns for k, ns, n in sources if (k, n) == (kind, name) and ns != tier.namespace)
+        if (kind, tier.namespace, name) in sources or not elsewhere:
+            continue
+        out.append(Issue(
+            code="kustomization-source-namespace", severity="error",
+            message=(f"{tier.title} names its sourceRef {kind} {name} without a namespace, so Flux looks for it in "
+                     f"{tier.namespace}, where there is none (it is in {elsewhere[0]}): {tier.title} is never "
+                     "Ready, applies nothing and prunes nothing, and deleting it deletes nothing else"),
+            path=tier.file, line=tier.info.line(("spec", "sourceRef")) if tier.info is not None else tier.line,
+            resource=tier.title,
+            fix=(f"# in {tier.file}, the Flux Kustomization {tier.name}:\nspec:\n  sourceRef:\n    kind: {kind}\n"
+                 f"    name: {name}\n    namespace: {elsewhere[0]}\n"),
+            tier=tier.name,
+        ))
+    return out
+
+
+def _built_namespace(tier: Tier) -> str:
+    meta = tier.value.get("metadata")
+    return str(meta.get("namespace") or "") if isinstance(meta, dict) else ""
+
+
+def _no_namespace_issue(tier: Tier) -> Issue:
+    return Issue(
+        code="kustomization-namespace-missing", severity="error",
+        message=(f"the Flux Kustomization {tier.name} has no metadata.namespace, even as built: the API server "
+                 "refuses it ('namespace not specified'), so the apply that carries it fails and Flux applies and "
+                 f"prunes nothing of this revision there: {tier.name} is not created, and no deletion this change "
+                 "makes happens until it is fixed"),
+        path=tier.file, line=tier.info.line(("metadata",)) if tier.info is not None else tier.line,
+        resource=tier.title,
+        fix=f"# in {tier.file}, the Flux Kustomization {tier.name}:\nmetadata:\n  name: {tier.name}\n"
+            f"  namespace: {DEFAULT_NAMESPACE}\n",
+        tier=tier.name,
+    )
 
 
 def _unchecked_issue(tier: Tier, reason: str) -> Issue:

@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.flux.vocabulary import FLUX_API, FLUX_GROUP
+from bot.flux.vocabulary import DEFAULT_NAMESPACE, FLUX_API, FLUX_GROUP
 from bot.kustomize.spec import KUSTOMIZATION_API
 from bot.repo.tree import Tree
 from bot.side import Slot
@@ -74,7 +74,11 @@ def wave_cr(n: Slot, template: Mapping[str, Any], config: Config) -> bytes:
     what wave N depends on, so it starts after what its units need.
     """
     depends = list(config.wave_depends_on(n))
-    metadata = {"name": config.wave_cr_name(n), **copy.deepcopy(dict(template.get("metadata") or {}))}
+    shared = copy.deepcopy(dict(template.get("metadata") or {}))
+    # Without metadata.namespace the API server refuses the Kustomization and the root's whole apply
+    # fails ("namespace not specified"): a template that leaves it out means Flux's own namespace.
+    where = {} if shared.get("namespace") else {"namespace": DEFAULT_NAMESPACE}
+    metadata = {"name": config.wave_cr_name(n), **where, **shared}
     spec = {
         "dependsOn": [{"name": name} for name in depends],
         "path": f"./{config.wave_dir(n)}",

@@ -376,7 +376,10 @@ PATCH_PRUNE = """  - target:
 
 
 @pytest.mark.parametrize(("unit", "patches", "owner", "said"), [
-    (child(prune="false"), PATCH_PRUNE, "kustomize.toolkit.fluxcd.io/Kustomization dns/pihole",
+    # Its sourceRef names its namespace: moved to dns, it still finds its GitRepository (without, it
+    # never reconciles and its finalizer deletes nothing: tests/flux/test_fluxsim.py).
+    (child(prune="false", extra="    namespace: flux-system\n"), PATCH_PRUNE,
+     "kustomize.toolkit.fluxcd.io/Kustomization dns/pihole",
      "Data is lost: PersistentVolumeClaim pihole/pihole-data"),
     (release("  values:\n    persistence:\n      enabled: true\n"), "", "helm.toolkit.fluxcd.io/HelmRelease dns/pihole",
      "spec.values.persistence.enabled is true"),

@@ -100,6 +100,25 @@ def test_a_cycle_names_every_edge(capsys: pytest.CaptureFixture[str], example_re
     assert "platform-config dependsOn platform (clusters/base/platform-config.yaml:10)" in message
 
 
+def test_a_kustomization_without_a_namespace_fails_the_whole_apply(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    platform = example_repo / "clusters/base/platform.yaml"
+    platform.write_text(platform.read_text().replace("  namespace: flux-system\n", "", 1))
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "kustomization-namespace-missing")
+    assert (finding["severity"], finding["path"], finding["resource"]) == (
+        "error", "clusters/base/platform.yaml", "platform")
+    assert finding["line"] == 1 + next(i for i, line in enumerate(platform.read_text().splitlines())
+                                       if line.startswith("metadata:"))  # where the namespace goes
+    assert "namespace not specified" in finding["message"] and "namespace: flux-system" in finding["fix"]
+    # The entrypoint's kustomization setting the namespace is as good: kustomize writes it in.
+    kust = example_repo / "clusters/base/kustomization.yaml"
+    kust.write_text(kust.read_text() + "namespace: flux-system\n")
+    code, report = check(capsys, example_repo)
+    assert found(report, "kustomization-namespace-missing") == []
+
+
 def test_a_depends_on_across_namespaces_must_name_the_namespace(
         capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
     platform = example_repo / "clusters/base/platform.yaml"

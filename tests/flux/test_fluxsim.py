@@ -13,6 +13,7 @@ by the release's uninstall), and no error claims a deletion that the model never
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -215,7 +216,37 @@ def _spec_of(files: dict[str, bytes], name: str) -> Spec:
     from support.fluxsim import _spec
 
     (doc,) = [d for d in YAML(typ="safe").load_all(files[f"kubernetes/apps/media/{name}/ks.yaml"])]
-    return _spec(name, doc["spec"])
+    return _spec(name, doc["spec"], "media")
+
+
+def test_the_model_reconciles_no_kustomization_whose_source_is_not_in_its_namespace() -> None:
+    # A unit kustomization's namespace: moves the child out of flux-system; its sourceRef (no
+    # namespace: its own) names no GitRepository there. Real Flux: not Ready, applies nothing
+    # (tests/live/test_fluxsim_live.py plays it).
+    child = Rid("kustomize.toolkit.fluxcd.io", "Kustomization", "elsewhere", "child")
+    source = "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+
+    def world(namespace: str) -> dict[str, bytes]:
+        return {**two_waves(), "apps/w0/kustomization.yaml": b"resources: [child]\n",
+                "apps/w0/child/kustomization.yaml": f"namespace: {namespace}\nresources: [k.yaml]\n".encode(),
+                "apps/w0/child/k.yaml": flux_k("child", "kubernetes/child", extra=source),
+                "kubernetes/child/x.yaml": cm("x")}
+
+    assert simulate(world("elsewhere"), two_waves()).deleted == {child}
+    assert simulate(world("flux-system"), two_waves()).deleted == {
+        dataclasses.replace(child, namespace="flux-system"), X}
+
+
+def test_the_model_applies_nothing_of_a_root_holding_a_kustomization_without_a_namespace() -> None:
+    base = two_waves(a=cm("x"), b=cm("y"))
+    head = {k: v for k, v in base.items() if k != "clusters/base/w1.yaml"} | {
+        "clusters/base/kustomization.yaml": b"resources: [w0.yaml, w2.yaml]\n",
+        "clusters/base/w2.yaml": flux_k("w2", "apps/w2").replace(b"  namespace: flux-system\n", b""),
+        "apps/w2/a.yaml": cm("z")}
+    assert simulate(base, head).deleted == set()  # the root prunes nothing: w1 stays, with y
+    moved = {**head, "apps/w0/a.yaml": b"", "apps/w1/a.yaml": cm("x") + b"---\n" + cm("y")}
+    assert simulate(base, moved).deleted == {X}  # the waves it has still reconcile the revision
+    assert simulate(head, base).deleted == set()  # from an empty cluster, that revision applied nothing
 
 
 def test_the_model_uninstalls_a_deleted_helmrelease_with_what_its_chart_rendered() -> None:
@@ -746,6 +777,31 @@ def test_every_deletion_flux_performs_has_a_finding_and_no_error_is_a_false_alar
         check_findings(outcome, report["findings"])
         if kind.startswith("cutover step") or kind == "empty-waves":
             next_pull_request(root, kind, head)
+
+
+def test_a_child_moved_out_of_flux_system_by_its_units_namespace_deletes_nothing_with_it() -> None:
+    # Its sourceRef names flux-system without a namespace: Flux looks in s0-ns and never reconciles it
+    # (tests/live/ plays it), so deleting it loses nothing; wave-bot says why, on the child.
+    w = World({"s0": []}, {"s0": ["Deployment", "Namespace", "PersistentVolumeClaim"]}, set(), "waves", False,
+              None, None, "delete-owner", 0, {"policy": "", "hidden": False}, {"s0": "child"}, {"s0": "dir-kust"},
+              {"s0": (True, 0, "file")})
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        make_base(w, root)
+        base = files_of(root)
+        _, checked = cli(root, "check")
+        assert make_pr(w, root) == "delete-owner"
+        code, report = cli(root, "apply", "--base", "main", "--fix-overlays")
+        assert code == 0, report
+        outcome = simulate(base, files_of(root))
+    child = "kustomize.toolkit.fluxcd.io/Kustomization s0-ns/s0"
+    assert outcome.deleted == {Rid("kustomize.toolkit.fluxcd.io", "Kustomization", "s0-ns", "s0")}
+    check_findings(outcome, report["findings"])
+    (removed,) = [f for f in report["findings"] if f["resource"] == child]
+    assert "never reconciled" in removed["message"] and "Data is lost" not in removed["message"], removed
+    (source,) = [f for f in checked["findings"] if f["code"] == "kustomization-source-namespace"]
+    assert (source["severity"], source["resource"]) == ("error", "s0-ns/s0")
+    assert "namespace: flux-system" in source["fix"]
 
 
 def next_pull_request(root: Path, kind: str, before: dict[str, bytes]) -> None:

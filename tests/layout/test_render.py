@@ -139,6 +139,17 @@ def test_config_template_beats_files(tmp_path: Path) -> None:
     assert "wait" not in cr["spec"]
 
 
+def test_a_template_without_a_namespace_writes_flux_system(tmp_path: Path) -> None:
+    # Without metadata.namespace the API server refuses the Kustomization, and the root's whole apply
+    # fails (tests/live/ plays it through real Flux): the waves get Flux's own namespace.
+    config = parse_config(b"kustomization_template:\n  spec: {interval: 10m, prune: false, "
+                          b"sourceRef: {kind: GitRepository, name: flux-system}}\n", ".wave-bot.yaml")
+    template, _ = render.resolve_template(FsTree(str(tmp_path)), config)
+    for n in (0, 3):
+        cr = _validate(render.wave_cr(n, template, config))
+        assert cr["metadata"] == {"name": f"apps-wave-{n}", "namespace": "flux-system"}
+
+
 def test_a_template_file_that_is_not_a_flux_kustomization_is_an_error(tmp_path: Path) -> None:
     write_files(tmp_path, {"clusters/base/apps-wave-0.yaml": "apiVersion: v1\nkind: ConfigMap\n"})
     with pytest.raises(WaveBotError, match="is not a Flux Kustomization") as exc:

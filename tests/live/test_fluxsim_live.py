@@ -11,18 +11,32 @@ Left out of the comparison, and why: what a HelmRelease's chart renders (helm-co
 run: the objects never exist), and the top-level Kustomizations the root prunes (the simulation
 records what their finalizers delete, not the Kustomization objects themselves).
 
+And wave-bot's findings on each random scenario pass test_fluxsim.check_findings against the
+simulated union, which holds everything real Flux deleted: each object real Flux deletes is named
+(on its own finding, its owner's, or its removed Kustomization's), at error severity where data is
+lost, and no error claims a deletion no history performs.
+
 Skipped with the reason when oracle/build has not made the binaries; required where
-WAVE_BOT_REQUIRE_LIVEFLUX=1 (.ci/run). LIVEFLUX_CASES sets how many random scenarios run.
+WAVE_BOT_REQUIRE_LIVEFLUX=1 (.ci/run). LIVEFLUX_CASES sets how many random scenarios run (100),
+LIVEFLUX_CLUSTERS on how many control planes at once (3); the counts are printed at the end.
 """
 from __future__ import annotations
 
+import contextlib
+import copy
 import importlib.util
 import os
+import queue
+import resource
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -30,14 +44,15 @@ from hypothesis import HealthCheck, Phase, given, settings
 from support.fluxsim import FLUX_GROUP, Outcome, Rid, kustomizations, simulate
 from support.liveflux import Cluster, Ref, cluster
 
-CASES = int(os.environ.get("LIVEFLUX_CASES", "0"))
-"""Random scenarios through real Flux (about 20 s each). 0 by default, so not yet in CI: the first
-runs found where real Flux and the simulation part, still to be resolved (issue 31):
-- a unit kustomization's `namespace:` moves a nested Flux Kustomization out of flux-system, where
-  real Flux finds no GitRepository and applies nothing (the simulation reconciles it);
-- the `noprune` layout's wave template (NO_PRUNE in tests/flux/test_fluxsim.py) has no
-  `metadata.namespace`: real Flux's root fails its apply ("namespace not specified") and so
-  prunes nothing (the simulation's root always applies), e.g. `remove-platform` deletes nothing."""
+CASES = int(os.environ.get("LIVEFLUX_CASES", "100"))
+"""Random scenarios through real Flux: the first CASES worlds `worlds()` draws with a fixed seed (0
+skips them). The first runs found two places where real Flux and the simulation parted, both
+fixed in the simulation and in wave-bot (tests/flux/test_fluxsim.py, and the two hand transitions
+above the random lane here): a unit kustomization's `namespace:` moving a nested Flux Kustomization
+out of flux-system, where it finds no GitRepository and applies nothing; a wave template without
+`metadata.namespace`, which fails the root's whole apply ("namespace not specified")."""
+CLUSTERS = max(1, int(os.environ.get("LIVEFLUX_CLUSTERS", "3")))
+"""Control planes playing scenarios at once (each about 0.5 GB; mostly waiting on Flux)."""
 TESTS = Path(__file__).resolve().parents[1]
 
 
@@ -56,6 +71,12 @@ def _scenarios() -> ModuleType:
 
 SCENARIOS = _scenarios()
 COUNTS = {"cases": 0, "deleting": 0, "exact": 0, "raced": 0}
+KINDS: dict[str, int] = {}
+TIMES: list[float] = []
+"""Seconds each random scenario took on its control plane (reset, base, head, the judgement)."""
+PREPARED: list[float] = []
+"""Seconds wave-bot took on each (make_base, make_pr, apply)."""
+LOCK = threading.Lock()
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +107,11 @@ def judge(live: Cluster, base: Mapping[str, bytes], head: Mapping[str, bytes]) -
     phantom = always - real
     assert not phantom, f"every simulated history deletes {sorted(map(str, phantom))}; real Flux did not " \
                         f"(real: {sorted(map(str, real))})"
-    COUNTS["cases"] += 1
-    COUNTS["deleting"] += bool(real)
-    COUNTS["exact"] += real == predicted
-    COUNTS["raced"] += always != predicted
+    with LOCK:
+        COUNTS["cases"] += 1
+        COUNTS["deleting"] += bool(real)
+        COUNTS["exact"] += real == predicted
+        COUNTS["raced"] += always != predicted
     return outcome, real
 
 
@@ -156,31 +178,171 @@ def test_a_removed_kustomization_prunes_its_inventory_unless_orphaned(live: Clus
     assert Rid("", "ConfigMap", "apps", "y") not in real
 
 
+def test_a_nested_kustomization_moved_out_of_flux_system_finds_no_source(live: Cluster) -> None:
+    """A unit kustomization's `namespace:` moves the Flux Kustomization `child` to `elsewhere`, where
+    its sourceRef (no namespace: its own) names no GitRepository: it is not Ready, applies nothing
+    and prunes nothing, so removing it deletes only the Kustomization object."""
+    base = {**waves(b"", b""), "apps/w0/kustomization.yaml": b"resources: [child]\n",
+            "apps/w0/child/kustomization.yaml": b"namespace: elsewhere\nresources: [child.yaml]\n",
+            "apps/w0/child/child.yaml": flux("child", "kubernetes/child"), "kubernetes/child/x.yaml": cm("x")}
+    live.reset()
+    live.play(base, "base")
+    (child,) = [k for k in live.list(FLUX_GROUP, "Kustomization") if k["metadata"]["name"] == "child"]
+    ready = next(c for c in child["status"]["conditions"] if c["type"] == "Ready")
+    assert child["metadata"]["namespace"] == "elsewhere" and ready["status"] == "False", ready
+    assert "GitRepository.source.toolkit.fluxcd.io \"flux-system\" not found" in ready["message"], ready
+    head = {k: v for k, v in base.items() if not k.startswith("apps/w0/")} | {"apps/w0/.keep.yaml": b""}
+    _, real = judge(live, base, head)
+    assert real == {Rid(FLUX_GROUP, "Kustomization", "elsewhere", "child")}
+
+
+def test_a_kustomization_without_a_namespace_fails_the_roots_apply(live: Cluster) -> None:
+    """A Flux Kustomization in the root's build without metadata.namespace: the API server refuses
+    it, the root's apply fails, and the root applies nothing of the revision and deletes nothing."""
+    base = waves(cm("x"), cm("y"))
+    head = {k: v for k, v in base.items() if k != "clusters/base/w1.yaml"} | {
+        "clusters/base/kustomization.yaml": b"resources: [w0.yaml, w2.yaml]\n",
+        "clusters/base/w2.yaml": flux("w2", "apps/w2").replace(b"  namespace: flux-system\n", b""),
+        "apps/w2/a.yaml": cm("z")}
+    _, real = judge(live, base, head)
+    assert real == set()  # w1 is not pruned: its finalizer would delete y
+    (root,) = [k for k in live.list(FLUX_GROUP, "Kustomization") if k["metadata"]["name"] == "flux-system"]
+    ready = next(c for c in root["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "False" and "namespace not specified" in ready["message"], ready
+    assert "w2" not in {k["metadata"]["name"] for k in live.list(FLUX_GROUP, "Kustomization")}
+    # From an empty cluster, that revision applies nothing at all: the fixed one deletes nothing.
+    _, real = judge(live, head, base)
+    assert real == set()
+
+
 # ---- the simulation's random scenarios -----------------------------------------------------------
 
 
-@settings(max_examples=max(CASES, 1), deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])
-@given(SCENARIOS.worlds())
-def test_real_flux_deletes_what_the_simulation_says(live: Cluster, w: object) -> None:
-    if not CASES:
-        pytest.skip("LIVEFLUX_CASES is 0 (see CASES)")
+def stalls(w: Any) -> bool:
+    """Whether the world holds a child Kustomization its unit's kustomization moves out of
+    flux-system (its sourceRef then finds no GitRepository, and it is never Ready). The waves
+    health-check what they apply (`wait: true`), so real Flux holds the wave at "Running health
+    checks" for its whole `timeout` (5m) and every later wave waits on it: a third disagreement
+    (the simulation does not model health checks, so it lets the later waves reconcile), not yet
+    modelled; left out of the random lane until it is (issue 31). The hand transition
+    test_a_nested_kustomization_moved_out_of_flux_system_finds_no_source plays the shape without
+    `wait`."""
+    return any(shape.startswith("child") and w.dressing.get(name, (False,))[0] for name, shape in w.shapes.items())
+
+
+def drawn(n: int) -> list[object]:
+    """The first `n` worlds `worlds()` draws with a fixed seed (the same ones on every machine) that
+    the lane can play (not `stalls`)."""
+    out: list[object] = []
+
+    @settings(max_examples=3 * n, deadline=None, derandomize=True, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(SCENARIOS.worlds())
+    def collect(w: object) -> None:
+        if not stalls(w):
+            out.append(copy.deepcopy(w))
+
+    collect()
+    assert len(out) >= n, f"only {len(out)} playable worlds among {3 * n}"
+    return out[:n]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A random world's transition as wave-bot left it: what real Flux plays, and what wave-bot said."""
+
+    number: int
+    world: str
+    """repr() of the world before its pull request: paste it into an @example to replay it."""
+    kind: str
+    base: Mapping[str, bytes]
+    head: Mapping[str, bytes]
+    findings: list[dict[str, object]]
+
+
+def prepare(number: int, w: object) -> Scenario:
+    """make_base, make_pr and `wave-bot apply` on a real git repository, as tests/flux/test_fluxsim.py does."""
+    world = repr(w)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         SCENARIOS.make_base(w, root)
         base = SCENARIOS.files_of(root)
-        SCENARIOS.make_pr(w, root)
+        kind = SCENARIOS.make_pr(w, root)
         code, report = SCENARIOS.cli(root, "apply", "--base", "main", "--fix-overlays")
         assert code == 0, report
         SCENARIOS.hide_waves(w, root)
-        judge(live, base, SCENARIOS.files_of(root))
+        return Scenario(number, world, kind, base, SCENARIOS.files_of(root), report["findings"])
+
+
+def play(live: Cluster, scenario: Scenario) -> None:
+    """Judge one scenario on `live`: the simulation brackets what real Flux deleted, and wave-bot's
+    findings name each deletion at the right severity (an error where data is lost) and claim none
+    that no history performs: check_findings over the simulated union, which holds every object
+    real Flux deleted (judge asserts it)."""
+    outcome, _ = judge(live, scenario.base, scenario.head)
+    SCENARIOS.check_findings(outcome, scenario.findings)
+
+
+def test_real_flux_deletes_what_the_simulation_says(live: Cluster, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """CASES random scenarios, CLUSTERS control planes playing them at once while this thread makes
+    the next ones (wave-bot's work is CPU; a control plane mostly waits on Flux)."""
+    if not CASES:
+        pytest.skip("LIVEFLUX_CASES is 0")
+    worlds = drawn(CASES)
+    todo: queue.Queue[Scenario | None] = queue.Queue(maxsize=2 * CLUSTERS)
+    failures: list[str] = []
+
+    def worker(cluster_: Cluster) -> None:
+        while (scenario := todo.get()) is not None:
+            started = time.monotonic()
+            try:
+                play(cluster_, scenario)
+            except Exception as e:  # noqa: BLE001 - each scenario's failure is reported, the rest go on
+                with LOCK:
+                    failures.append(f"scenario {scenario.number} ({scenario.kind}): {type(e).__name__}: {e}\n"
+                                    f"  world: {scenario.world}")
+            with LOCK:
+                TIMES.append(time.monotonic() - started)
+
+    with contextlib.ExitStack() as stack:
+        more = [stack.enter_context(cluster(tmp_path_factory.mktemp("liveflux"))) for _ in range(CLUSTERS - 1)]
+        threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in [live, *more]]
+        for t in threads:
+            t.start()
+        try:
+            for number, w in enumerate(worlds):
+                started = time.monotonic()
+                scenario = prepare(number, w)
+                PREPARED.append(time.monotonic() - started)
+                with LOCK:
+                    KINDS[scenario.kind] = KINDS.get(scenario.kind, 0) + 1
+                todo.put(scenario)
+        finally:
+            for _ in threads:
+                todo.put(None)
+            for t in threads:
+                t.join()
+    assert len(TIMES) == len(worlds), "a scenario was not played"
+    assert not failures, f"{len(failures)} of {len(worlds)} scenarios disagree:\n" + "\n".join(failures)
+
+
+def cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _report_counts() -> Iterator[None]:
+def _report_counts(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
-    if COUNTS["cases"]:
-        print(f"\nliveflux: {COUNTS['cases']} transitions through real Flux, {COUNTS['deleting']} deleting; "
-              f"{COUNTS['exact']} where real Flux deleted exactly what the simulation's union says, "
-              f"{COUNTS['raced']} where simulated histories differ")
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    if COUNTS["cases"] and capture is not None:
+        times = sorted(TIMES) or [0.0]
+        with capture.global_and_fixture_disabled():  # in the CI log, not only with -s
+                print(f"\nliveflux: {COUNTS['cases']} transitions through real Flux, {COUNTS['deleting']} deleting; "
+                  f"{COUNTS['exact']} where real Flux deleted exactly what the simulation's union says, "
+                  f"{COUNTS['raced']} where simulated histories differ; random scenarios: "
+                  + ", ".join(f"{k}: {n}" for k, n in sorted(KINDS.items()))
+                  + f"; {CLUSTERS} control planes, a scenario {times[len(times) // 2]:.1f} s (median), "
+                  f"{times[-1]:.1f} s at most, wave-bot's part {sum(PREPARED) / max(1, len(PREPARED)):.1f} s (mean); "
+                  f"CPU: {cpu(resource.RUSAGE_SELF):.0f} s this process, {cpu(resource.RUSAGE_CHILDREN):.0f} s the "
+                  "control planes and kubectl")

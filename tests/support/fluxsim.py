@@ -77,6 +77,7 @@ import functools
 import itertools
 import posixpath
 import re
+import threading
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -89,6 +90,7 @@ FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
 HELM_GROUP = "helm.toolkit.fluxcd.io"
 PRUNE = f"{FLUX_GROUP}/prune"
 ENTRY = "clusters/base"
+BOOTSTRAP_SOURCE = ("GitRepository", "flux-system", "flux-system")
 MAX_HISTORIES = 20_000
 
 class _Constructor(SafeConstructor):
@@ -96,10 +98,23 @@ class _Constructor(SafeConstructor):
 
 
 _Constructor.add_constructor("tag:yaml.org,2002:value", SafeConstructor.construct_yaml_str)
-_yaml = YAML(typ="safe", pure=True)
-_yaml.Constructor = _Constructor
-_fast = YAML(typ="safe")  # libyaml's parser with the same resolver and constructor: the same values, faster
-_fast.Constructor = _Constructor
+_local = threading.local()
+
+
+def _readers() -> tuple[YAML, YAML]:
+    """This thread's readers, (libyaml's parser, the pure one), with the same resolver and
+    constructor: ruamel keeps a parser's state on the instance, and tests/live/ plays several
+    scenarios at once."""
+    found: tuple[YAML, YAML] | None = getattr(_local, "readers", None)
+    if found is None:
+        fast, pure = YAML(typ="safe"), YAML(typ="safe", pure=True)
+        fast.Constructor = pure.Constructor = _Constructor
+        found = _local.readers = (fast, pure)
+    return found
+
+
+def _yaml() -> YAML:
+    return _readers()[1]
 
 
 @dataclass(frozen=True, order=True)
@@ -132,6 +147,16 @@ class Spec:
     """spec.postBuild.substitute."""
     substitute_from: bool = False
     """spec.postBuild.substituteFrom is set: variables the sim cannot read may be set there."""
+    source: tuple[str, str, str] | None = None
+    """Its sourceRef (kind, namespace, name), the namespace defaulting to the Kustomization's own as
+    applied; None: no sourceRef written (the bootstrap source, as the hand-made cases abbreviate)."""
+
+    @property
+    def has_source(self) -> bool:
+        """Whether its source is there: the bootstrap GitRepository flux-system/flux-system is the one
+        source the simulated cluster has (source-controller serves it). Without it the Kustomization
+        is not Ready: it applies nothing, prunes nothing, and its finalizer has an empty inventory."""
+        return self.source is None or self.source == BOOTSTRAP_SOURCE
 
     @property
     def finalizer_prunes(self) -> bool:
@@ -156,12 +181,12 @@ Files = Mapping[str, bytes]
 @functools.lru_cache(maxsize=4096)
 def _parsed(data: bytes) -> tuple[Any, ...]:
     try:  # libyaml refuses some YAML 1.2 (`[a:b]`, an anchor defined again): then the pure parser
-        return tuple(d for d in _fast.load_all(data) if d is not None)
+        return tuple(d for d in _readers()[0].load_all(data) if d is not None)
     except YAMLError:
         pass
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an anchor defined again (valid YAML 1.2): ruamel warns
-        return tuple(d for d in _yaml.load_all(data) if d is not None)
+        return tuple(d for d in _readers()[1].load_all(data) if d is not None)
 
 
 def _docs(data: bytes) -> list[Any]:
@@ -193,7 +218,7 @@ def _manifest(obj: Mapping[str, Any]) -> Manifest:
     disabled = str(marks.get(PRUNE, "")).lower() == "disabled"
     spec = obj.get("spec") or {}
     if rid.group == FLUX_GROUP and rid.kind == "Kustomization":
-        return Manifest(rid, disabled, child=_spec(rid.name, spec))
+        return Manifest(rid, disabled, child=_spec(rid.name, spec, rid.namespace))
     if rid.group == HELM_GROUP and rid.kind == "HelmRelease":
         return Manifest(rid, disabled, chart=render(rid, spec))
     return Manifest(rid, disabled)
@@ -203,13 +228,13 @@ def _manifests(data: bytes) -> list[Manifest]:
     return [_manifest(obj) for obj in _objects(data)]
 
 
-def _spec(name: str, spec: Mapping[str, Any]) -> Spec:
+def _spec(name: str, spec: Mapping[str, Any], namespace: str) -> Spec:
     patches = []
     for entry in spec.get("patches") or []:
         target = entry.get("target") or {}
         if target.get("kind") != "Kustomization" or target.get("group", FLUX_GROUP) != FLUX_GROUP:
             continue
-        body = (_yaml.load(entry["patch"]) or {}).get("spec") or {}
+        body = (_yaml().load(entry["patch"]) or {}).get("spec") or {}
         fields = tuple((k, body[k]) for k in ("prune", "deletionPolicy") if k in body)
         if fields:
             patches.append((target.get("name"), fields))
@@ -225,7 +250,15 @@ def _spec(name: str, spec: Mapping[str, Any]) -> Spec:
         target_namespace=str(spec.get("targetNamespace") or ""),
         substitute=tuple((str(k), str(v)) for k, v in (post.get("substitute") or {}).items()),
         substitute_from=bool(post.get("substituteFrom")),
+        source=_source(spec, namespace),
     )
+
+
+def _source(spec: Mapping[str, Any], namespace: str) -> tuple[str, str, str] | None:
+    ref = spec.get("sourceRef")
+    if not isinstance(ref, dict):
+        return None
+    return (str(ref.get("kind") or ""), str(ref.get("namespace") or namespace or "default"), str(ref.get("name") or ""))
 
 
 def flux_build(files: Files, spec: Spec) -> list[Manifest] | None:
@@ -420,7 +453,7 @@ def _transform(kust: Mapping[str, Any], objects: list[dict[str, Any]]) -> list[d
     if unknown:
         raise KeyError(f"the simulation does not model {sorted(unknown)}")
     for entry in kust.get("patches") or []:
-        target, patch = entry["target"], _yaml.load(entry["patch"])
+        target, patch = entry["target"], _yaml().load(entry["patch"])
         for obj in objects:
             if obj["kind"] == target["kind"] and str(obj["apiVersion"]).rpartition("/")[0] == target.get(
                     "group", str(obj["apiVersion"]).rpartition("/")[0]):
@@ -466,7 +499,7 @@ def kustomizations(files: Files, entry: str = ENTRY) -> dict[str, Spec]:
     """The Flux Kustomizations the root applies (what `entry`, `clusters/base` by default, builds)."""
     out = {}
     for m, doc in _flux_docs(files, entry):
-        out[m.rid.name] = _spec(m.rid.name, doc.get("spec") or {})
+        out[m.rid.name] = _spec(m.rid.name, doc.get("spec") or {}, m.rid.namespace or "flux-system")
     return out
 
 
@@ -547,10 +580,25 @@ def _orders(actors: list[str], after: Mapping[str, set[str]]) -> Iterator[list[s
             yield [actor, *tail]
 
 
+def root_fails(files: Files, entry: str = ENTRY) -> bool:
+    """Whether the root's apply fails: a Flux Kustomization in its build has no metadata.namespace
+    (and the entrypoint's kustomization sets none), which the API server refuses ("namespace not
+    specified"), so the root applies nothing of the revision and prunes nothing."""
+    kfile = f"{entry}/kustomization.yaml"
+    if kfile in files and ((_docs(files[kfile]) or [{}])[0] or {}).get("namespace"):
+        return False
+    return any(not m.rid.namespace for m, _ in _flux_docs(files, entry))
+
+
 def simulate(base: Files, head: Files, entry: str = ENTRY) -> Outcome:
     """Every object deleted in some history of Flux reconciling `head` over a cluster at `base`
-    (`entry`: the directory the cluster's root Kustomization builds)."""
-    base_ks, head_ks = kustomizations(base, entry), kustomizations(head, entry)
+    (`entry`: the directory the cluster's root Kustomization builds).
+
+    The cluster at `base` is what Flux makes of `base` on an empty cluster: nothing when the root's
+    apply fails there (`root_fails`). When it fails at `head`, the root applies no Kustomization of
+    `head` and deletes none; the ones the cluster has reconcile `head` with the specs they have."""
+    base_ks = {} if root_fails(base, entry) else kustomizations(base, entry)
+    head_ks = base_ks if root_fails(head, entry) else kustomizations(head, entry)
     base_builds = {name: flux_build(base, spec) or [] for name, spec in base_ks.items()}
     for owner, m in list(_nested(base, [m for ms in base_builds.values() for m in ms])):
         base_builds.setdefault(owner, []).append(m)
@@ -603,7 +651,7 @@ def simulate(base: Files, head: Files, entry: str = ENTRY) -> Outcome:
 def _nested(files: Files, manifests: list[Manifest], seen: tuple[str, ...] = ()) -> Iterator[tuple[str, Manifest]]:
     """(owner, object) for everything the nested owners among `manifests` apply, recursively."""
     for m in manifests:
-        if m.child is not None and m.child.name not in seen:
+        if m.child is not None and m.child.name not in seen and m.child.has_source:
             found = flux_build(files, m.child) or []
             yield from ((m.child.name, c) for c in found)
             yield from _nested(files, found, (*seen, m.child.name))
@@ -659,7 +707,7 @@ def _history(
             return
         if m.child is not None and depth < 8:  # a nested Kustomization reconciles in the same step
             nested_specs[m.rid] = m.child
-            found = flux_build(head, m.child)
+            found = flux_build(head, m.child) if m.child.has_source else None
             if found is not None:
                 for c in found:
                     apply(c, m.child.name, depth + 1)
@@ -680,7 +728,7 @@ def _history(
                 collect(name, inventory.get(name, set()), "finalizer")
             continue
         spec = specs[actor]
-        found = flux_build(head, spec)
+        found = flux_build(head, spec) if spec.has_source else None
         if found is None or set(spec.depends_on) & failed:
             failed.add(actor)  # not Ready: applies nothing, prunes nothing, blocks its dependents
             continue
