@@ -291,11 +291,12 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
             fixed = PlannedTree(tree, _compact([*wired, *overlayfix.fix_overlays(PlannedTree(tree, wired), config,
                                                                                  every)]))
         replaced = {adoption.legacy.name, *(config.wave_cr_name(n) for n in every), *([rest.name] if rest else [])}
-        after = read_model(fixed, config)
+        judged, layout = cutover.judged_model(tree, config, adoption.legacy)
+        after, _ = cutover.judged_model(fixed, config, adoption.legacy, layout)
         repath = cutover.repathed(fixed, after, moves)
         if repath:  # a child's spec.path that named its unit's old place: `tier-path-moved` says the fix
-            after = read_model(PlannedTree(fixed, repath), config)
-        cutover.check_same_objects(read_model(tree, config), after, adoption.legacy, replaced)
+            after, _ = cutover.judged_model(PlannedTree(fixed, repath), config, adoption.legacy, layout)
+        cutover.check_same_objects(judged, after, adoption.legacy, replaced)
     placed: dict[Slot, set[str]] = {}
     for file in files:
         if file.node is not None and file.target_wave is not None:

@@ -15,6 +15,7 @@ with `path: ./<apps_dir>`:
 """
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -24,7 +25,7 @@ from typing import Any
 from bot.checks.removal import ListItem, removal_changes
 from bot.config import Config
 from bot.errors import WaveBotError
-from bot.flux.applied import FluxModel
+from bot.flux.applied import FluxModel, read_model
 from bot.flux.generator import GENERATED_FILE, generated_resources, has_kustomization
 from bot.flux.inventory import FluxKustomization, Inventory, OwnedResource, source_dir
 from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
@@ -405,6 +406,30 @@ ObjectKey = tuple[str, str, str, str]
 """(cluster, group/kind, namespace, name) of one object a Flux Kustomization applies."""
 
 
+def judged_model(tree: Tree, config: Config, legacy: FluxKustomization, layout: Config | None = None
+                 ) -> tuple[FluxModel, Config]:
+    """The model the safety net judges, and the config it was read with (`layout`: read the other
+    side with the same). A repository of the configured layout without environment overlays names no
+    cluster; then its clusters are the directories holding the Flux Kustomizations no other applies
+    (billimek's `setup/flux/cluster/`). When no cluster reaches the legacy, nothing can be judged:
+    an input error rather than a check that passes on nothing."""
+    if layout is not None:
+        return read_model(tree, layout), layout
+    model = read_model(tree, config)
+    if any(ks.name == legacy.name for ks in model.kustomizations()):
+        return model, config
+    unnamed = dataclasses.replace(config, base_dir=posixpath.join(config.base_dir, ".no-overlays"))
+    model = read_model(tree, unnamed)
+    if any(ks.name == legacy.name for ks in model.kustomizations()):
+        return model, unnamed
+    raise WaveBotError(
+        f"no cluster wave-bot finds applies {legacy.name}, so it cannot check that the split keeps every object "
+        f"{legacy.name} applied applied; step 2 writes nothing it cannot check",
+        path=legacy.path, line=legacy.line,
+        hint="name the cluster directories under overlays: in .wave-bot.yaml (each one's kustomization applies the "
+             f"file holding {legacy.name}), then run wave-bot again")
+
+
 def applied_objects(model: FluxModel, skip: Collection[str]) -> dict[ObjectKey, list[tuple[str, int]]]:
     """Every object the model's Flux Kustomizations apply -> where each application is written (file,
     line), one per Kustomization applying it. `skip`: the names of the Flux Kustomizations the cutover
@@ -691,8 +716,8 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 __all__ = [
     "REST_SUFFIX", "Cutover", "ObjectKey", "Remainder", "applied_objects", "check_references_kept",
-    "check_same_objects", "check_wave_roots", "repathed", "cutover", "group_kustomizations", "legacy_document",
+    "check_same_objects", "check_wave_roots", "cutover", "group_kustomizations", "judged_model", "legacy_document",
     "legacy_kustomization", "legacy_template", "outside_units", "outside_units_note", "release_change", "remainder",
-    "rest_cr", "rest_name", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding",
+    "repathed", "rest_cr", "rest_name", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding",
     "wave_base_entries",
 ]
