@@ -377,7 +377,8 @@ def _retire(
     """Cutover step 2: delete the legacy Kustomization's document, every line referring to the legacy
     Kustomization (its base entry, overlay patches for it) and the patch files only it used. With
     --fix-overlays the remainder's and the waves' base entries take the legacy entry's place, in its
-    style. (The apps directory's own kustomization is the remainder's business: `cutover.remainder`.)"""
+    style. With a remainder, the overlay patches for the legacy aim at it instead. (The apps
+    directory's own kustomization is the remainder's business: `cutover.remainder`.)"""
     legacy = adoption.legacy
     retired = cutover.retire_change(tree, legacy)
     refs = kustomization_references(tree, config, legacy.name, legacy.path)
@@ -388,9 +389,16 @@ def _retire(
     if fix_overlays and base_entry is not None:
         read[base_entry.path] = cutover.wave_base_entries(read[base_entry.path], base_entry.item, legacy, waves, config,
                                                           rest)
+    rewrites: list[Change] = []
+    if rest is not None:  # what the overlays gave the legacy, they give the rest of its tree
+        patches = [r for r in refs if r.key != "resources"]
+        done, rewrites = cutover.retarget(tree, read, patches, legacy, rest, unused_patch_files(tree, patches))
+        refs = tuple(r for r in refs if r not in done)
     changes = removal_changes(read, [r.item for r in refs])
-    if base_entry is not None and base_entry.path not in {c.path for c in changes} and fix_overlays:
-        changes.append(Change("update", base_entry.path, content=read[base_entry.path]))
+    for path, data in read.items():
+        if path not in {c.path for c in changes} and data != tree.read(path):
+            changes.append(Change("update", path, content=data))
+    changes += rewrites
     changes.append(retired)
     for path in sorted(unused_patch_files(tree, refs)):
         if tree.kind(path) == "file":

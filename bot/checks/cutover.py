@@ -22,7 +22,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks.removal import ListItem, removal_changes
+from bot.checks.removal import FluxReference, ListItem, removal_changes
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.flux.applied import FluxModel, read_model
@@ -393,6 +393,40 @@ def _goes(tree: Tree, planned: Tree, apps: str, ref: str) -> bool:
         planned, target)
 
 
+def _renamed(text: str, old: str, new: str) -> str:
+    """`text` with every `name: <old>` (a patch's target or its object's metadata.name) naming `new`."""
+    return re.sub(rf"^(\s*-?\s*name:\s*)(['\"]?){re.escape(old)}\2(?=\s*(#.*)?$)", rf"\g<1>\g<2>{new}\g<2>",
+                  text, flags=re.M)
+
+
+def retarget(tree: Tree, read: dict[str, bytes], patches: Sequence[FluxReference], legacy: FluxKustomization,
+             rest: Remainder, files: Collection[str]) -> tuple[list[FluxReference], list[Change]]:
+    """The overlay patches aimed only at the legacy aim at the remainder instead: whatever an overlay
+    gave the legacy (SOPS decryption, per-cluster settings) it gives the rest of its tree, which the
+    remainder applies as the legacy did. `read` is updated in place; a patch file is rewritten when
+    only these entries use it (`files`), else its entry goes as before. Returns the references
+    retargeted and the patch files' rewrites."""
+    done: list[FluxReference] = []
+    rewrites: list[Change] = []
+    for ref in patches:
+        if ref.file:
+            if ref.file not in files or tree.kind(ref.file) != "file":
+                continue
+            written = tree.read(ref.file).decode()
+            renamed = _renamed(written, legacy.name, rest.name)
+            if renamed != written:
+                rewrites.append(Change("update", ref.file, content=renamed.encode()))
+                done.append(ref)
+            continue
+        text = yamledit.item_text(read[ref.path], ref.path, ref.key, ref.index)
+        renamed = _renamed(text, legacy.name, rest.name)
+        if renamed != text:
+            inserted = yamledit.insert_item(read[ref.path], ref.path, ref.key, renamed, after=ref.index)
+            read[ref.path] = yamledit.remove_item(inserted, ref.path, ref.key, ref.index)
+            done.append(ref)
+    return done, rewrites
+
+
 def rest_cr(rest: Remainder, legacy: FluxKustomization, template: Mapping[str, Any],
             depends_on: Sequence[str]) -> bytes:
     """The remainder's Flux Kustomization: the legacy's document but for name, path and dependsOn."""
@@ -718,6 +752,6 @@ __all__ = [
     "REST_SUFFIX", "Cutover", "ObjectKey", "Remainder", "applied_objects", "check_references_kept",
     "check_same_objects", "check_wave_roots", "cutover", "group_kustomizations", "judged_model", "legacy_document",
     "legacy_kustomization", "legacy_template", "outside_units", "outside_units_note", "release_change", "remainder",
-    "repathed", "rest_cr", "rest_name", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding",
-    "wave_base_entries",
+    "repathed", "rest_cr", "rest_name", "retarget", "retire_change", "stateful_objects", "step_1_finding",
+    "step_2_finding", "wave_base_entries",
 ]

@@ -725,10 +725,15 @@ def test_what_no_unit_holds_stays_applied_by_a_remainder_that_wave_0_depends_on(
     assert ("the rest stays applied by apps-rest (clusters/base/apps-rest.yaml, path ./apps, dependsOn what apps "
             "depended on; wave 0 depends on it), which builds apps/kustomization.yaml (apps's own, without the "
             "entries of what moved): infra") in step_2["message"]
-    # Every overlay still builds, with apps-rest where apps was; the next run changes nothing.
+    # Every overlay still builds, with apps-rest where apps was, and gives it what it gave apps (its
+    # patch for apps aims at apps-rest: SOPS decryption in both); the next run changes nothing.
     after = overlays_build(flat_repo, kubectl)
     for overlay in after:
         assert "name: apps-rest\n" in after[overlay] and "name: apps\n" in before[overlay]
+        rest_built = next(d for d in documents(after[overlay]) if "  name: apps-rest\n" in d)
+        legacy_built = next(d for d in documents(before[overlay]) if "  name: apps\n" in d)
+        assert "decryption:" in legacy_built and "decryption:" in rest_built
+    assert "name: apps-rest" in (flat_repo / "clusters/prod/patches/apps-sops.yaml").read_text()
     git(flat_repo, "add", "-A")
     git(flat_repo, "commit", "-q", "-m", "step 2: the split")
     code, again = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
