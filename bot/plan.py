@@ -227,9 +227,11 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         if rest is not None:
             kept += _writes(tree, {rest.file: cutover.rest_cr(rest, adoption.legacy, template, config.root_depends_on)})
             config = dataclasses.replace(config, root_depends_on=(rest.name,))
+    else:  # a unit leaving the remainder's tree for a wave leaves its listing too
+        kept = cutover.after_the_cutover(tree, config, files, moves)
     generated = _generated(tree, files, (*waves, *sides), template, config)
     writes = _writes(tree, generated)
-    retired = [*_retire(tree, config, adoption, waves, fix_overlays, rest), *kept] if adoption is not None else []
+    retired = [*_retire(tree, config, adoption, waves, fix_overlays, rest), *kept] if adoption is not None else kept
     # What Flux will apply once this lands, and (against the base) what it will delete.
     pending = [*moves, *writes, *retired]
     cutover.check_references_kept(tree, moves, [c.path for c in [*writes, *retired]], config)

@@ -36,7 +36,7 @@ from bot.layout import render
 from bot.layout import units as unitfs
 from bot.layout.placement import AppFile
 from bot.model import Change, Finding, FindingObject
-from bot.repo.tree import Tree
+from bot.repo.tree import PlannedTree, Tree
 from bot.side import Slot
 from bot.yamlio import documents as yamlio
 from bot.yamlio import edit as yamledit
@@ -209,7 +209,7 @@ def group_kustomizations(tree: Tree, config: Config, files: Sequence[AppFile]) -
     units_in: dict[str, dict[str, AppFile]] = {}
     for file in files:
         folder = posixpath.dirname(file.path)
-        if file.is_dir and file.node is not None and file.wave is None and folder != config.apps_dir:
+        if file.is_dir and file.node is not None and file.wave is None and file.moves and folder != config.apps_dir:
             units_in.setdefault(folder, {})[file.name] = file
     out: list[Change] = []
     problems: list[WaveBotError] = []
@@ -307,7 +307,7 @@ def _check_group_listing(tree: Tree, path: str, units: Mapping[str, AppFile]) ->
 REST_SUFFIX = "-rest"
 _REST_HEADER = (
     "# Written by wave-bot at cutover step 2: what {legacy} applied outside the units that moved into\n"
-    "# waves, applied as before. wave-bot does not regenerate it: yours to edit from now on.\n"
+    "# waves, applied as before. Yours to edit: wave-bot only drops what a unit moving into a wave takes.\n"
 )
 _GENERATING_KEYS = ("components", "configMapGenerator", "secretGenerator", "generators", "helmCharts",
                     "helmChartInflationGenerator")
@@ -369,16 +369,38 @@ def remainder(tree: Tree, planned: Tree, config: Config, legacy: FluxKustomizati
                               _REST_HEADER.format(legacy=legacy.name))
         return [Change("create", listing, content=content)], Remainder(
             name, apps, f"{config.base_dir}/{name}.yaml", listing, tuple(entries), True)
+    edits, kept, generates = _listing_without_moved(tree, planned, apps, own)
+    if not kept and not generates:
+        return [Change("delete", own)], None
+    return edits, Remainder(name, apps, f"{config.base_dir}/{name}.yaml", own, kept, False)
+
+
+def _listing_without_moved(tree: Tree, planned: Tree, apps: str, own: str
+                           ) -> tuple[list[Change], tuple[str, ...], bool]:
+    """The apps directory's own kustomization `own` without the entries of what moved or went: the
+    edit, the entries kept, and whether it generates objects besides its resources."""
     doc = yamlio.load_one(tree.read(own), own)
     value = doc.value if doc is not None and isinstance(doc.value, dict) else {}
     resources = value.get("resources")
     listed = resources if isinstance(resources, list) else []
     gone = [i for i, ref in enumerate(listed) if isinstance(ref, str) and _goes(tree, planned, apps, ref)]
-    kept = tuple(ref for i, ref in enumerate(listed) if i not in gone)
-    if not kept and not any(key in value for key in _GENERATING_KEYS):
-        return [Change("delete", own)], None
+    kept = tuple(str(ref) for i, ref in enumerate(listed) if i not in gone)
     edits = removal_changes({own: tree.read(own)}, [ListItem(own, "resources", i) for i in gone]) if gone else []
-    return edits, Remainder(name, apps, f"{config.base_dir}/{name}.yaml", own, tuple(map(str, kept)), False)
+    return edits, kept, any(key in value for key in _GENERATING_KEYS)
+
+
+def after_the_cutover(tree: Tree, config: Config, files: Sequence[AppFile], moves: Sequence[Change]) -> list[Change]:
+    """Once the cutover is done the apps directory's own kustomization is the remainder's (or the
+    user's): a unit that leaves its tree for a wave leaves its listing too, and its grouping folder's,
+    as at step 2, so that what stays still builds. The file itself stays, listing nothing if need be
+    (without it Flux would generate one applying the waves a second time)."""
+    apps = posixpath.normpath(config.apps_dir)
+    own = find_kustomization(tree, apps)
+    if own is None or not any(c.action == "move" for c in moves):
+        return []
+    groups = group_kustomizations(tree, config, files)
+    edits, _, _ = _listing_without_moved(tree, PlannedTree(tree, [*moves, *groups]), apps, own)
+    return [*groups, *edits]
 
 
 def _goes(tree: Tree, planned: Tree, apps: str, ref: str) -> bool:
@@ -749,7 +771,7 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 
 __all__ = [
-    "REST_SUFFIX", "Cutover", "ObjectKey", "Remainder", "applied_objects", "check_references_kept",
+    "REST_SUFFIX", "Cutover", "ObjectKey", "Remainder", "after_the_cutover", "applied_objects", "check_references_kept",
     "check_same_objects", "check_wave_roots", "cutover", "group_kustomizations", "judged_model", "legacy_document",
     "legacy_kustomization", "legacy_template", "outside_units", "outside_units_note", "release_change", "remainder",
     "repathed", "rest_cr", "rest_name", "retarget", "retire_change", "stateful_objects", "step_1_finding",

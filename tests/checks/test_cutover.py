@@ -496,3 +496,25 @@ def test_a_split_that_would_change_what_flux_applies_is_refused_naming_the_first
     assert code == 2 and snapshot(repo) == before
     assert err.startswith("wave-bot: error: kubernetes/wave-0/default/plex/plex.yaml:1: the split would apply "
                           "ConfigMap default/plex (cluster cluster) 1 time(s), 0 before"), err
+
+
+def test_a_unit_declared_after_the_cutover_leaves_the_remainders_listing_as_it_moves(
+    make_repo: Any, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    repo = monolith_repo(make_repo)
+    assert run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")[0] == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "step 2")
+    rest_before = ids(kubectl(repo / "kubernetes").stdout)
+    # cert-manager, in the remainder's tree until now, becomes a unit: it moves into wave 0.
+    config = repo / ".wave-bot.yaml"
+    config.write_text(config.read_text() + "  cert-manager: []\n")
+    git(repo, "commit", "-qam", "cert-manager is a unit")
+    code, _ = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and (repo / "kubernetes/wave-0/infra/cert-manager/issuer.yaml").is_file()
+    assert (repo / "kubernetes/kustomization.yaml").read_text().endswith(
+        "resources:\n  - cluster-settings.yaml\n  - default/namespace.yaml\n")
+    rest = kubectl(repo / "kubernetes")
+    assert rest.returncode == 0, rest.stderr  # the remainder still builds, without what moved
+    assert ids(rest.stdout) == [i for i in rest_before if i != ("ConfigMap", "cert-manager", "issuer")]
+    assert ("ConfigMap", "cert-manager", "issuer") in ids(kubectl(repo / "kubernetes/wave-0").stdout)
