@@ -13,9 +13,12 @@ Nothing here knows a repository's name or paths: the shape is read from the tree
 
 Each step either succeeds, and then everything holds that the issue asks for (every kustomization
 that built still builds; after step 2 the objects applied by all Flux Kustomizations are the same,
-each as often; no Flux Kustomization but the legacy is gone; the waves equal the legacy but for
-name, path and dependsOn; every dependsOn exists), or it is refused with exit 2, the tree unchanged
-and the error naming a file and line. Which outcome each repository gets is printed, not assumed.
+each as often; no Flux Kustomization but the legacy is gone; the waves (and the remainder that keeps
+applying what no unit holds) equal the legacy but for name, path and dependsOn; every dependsOn
+exists), or it is refused with exit 2, the tree unchanged and the error naming a file and line. A
+monolith whose apps directory and grouping folders only list resources must split: what the units
+leave behind is the remainder's, never a reason to refuse. Which outcome each repository gets is
+printed.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import posixpath
 import re
 import shutil
 import subprocess
+import tempfile
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -103,6 +107,20 @@ def monolith(repo: Path) -> tuple[str, str, list[str]] | None:
     return max(found)[1:] if found else None
 
 
+def groups_transform(repo: Path, apps: str, units: list[str]) -> list[str]:
+    """The kustomizations of the apps directory and of its grouping folders (the parents of the
+    declared unit directories) that set anything besides listing resources: a namespace, patches,
+    components, which a unit leaving its group loses (the shapes the cutover may still refuse)."""
+    folders = {apps, *(posixpath.dirname(u) for u in units)}
+    out = []
+    for folder in sorted(folders):
+        for name in KUSTOMIZATION_FILES:
+            path = repo / folder / name
+            if path.is_file() and any(set(doc) - {"apiVersion", "kind", "resources"} for doc in _docs(path)[:1]):
+                out.append(f"{folder}/{name}")
+    return out
+
+
 def overlays_of_a_base(repo: Path) -> tuple[str, list[str]] | None:
     """(the parent folder, the base directories) when sibling kustomizations build on a shared base."""
     bases: dict[str, set[str]] = {}
@@ -157,32 +175,62 @@ def _ids(text: str) -> list[Id]:
              .get("name", "")) for d in YAML(typ="base").load_all(text) if isinstance(d, dict) and d.get("kind")]
 
 
-def applied_by(repo: Path, directory: Path, kubectl: Kubectl) -> list[Id]:
-    """What a Flux Kustomization with this spec.path applies: its kustomization's build, or what
-    kustomize-controller generates without one (every YAML file below it, a directory holding a
-    kustomization built as one)."""
-    if any((directory / name).is_file() for name in KUSTOMIZATION_FILES):
-        built = kubectl(directory)
-        assert built.returncode == 0, f"{directory}: {built.stderr}"
-        return _ids(built.stdout)
-    out: list[Id] = []
-    for entry in sorted(directory.iterdir()):
-        if entry.is_dir() and not entry.name.startswith("."):
-            out += applied_by(repo, entry, kubectl)
-        elif entry.suffix in (".yaml", ".yml") and entry.is_file():
-            out += [i for d in _docs(entry) if d.get("apiVersion") and d.get("kind")
-                    for i in [(d["kind"], (d.get("metadata") or {}).get("namespace", ""),
-                               (d.get("metadata") or {}).get("name", ""))]]
+def _has_kustomization(directory: Path) -> bool:
+    return any((directory / name).is_file() for name in KUSTOMIZATION_FILES)
+
+
+def controller_listing(directory: Path) -> list[str]:
+    """What kustomize-controller lists in the kustomization it generates for a spec.path without one
+    (fluxcd/pkg generateKustomization): every YAML file below it, in lexical order, a directory
+    holding a kustomization as a whole, other directories walked; hidden files are never in the
+    source artifact (written here from the controller's documented behaviour, not from wave-bot)."""
+    out: list[str] = []
+
+    def visit(folder: Path, rel: str) -> None:
+        for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if _has_kustomization(entry):
+                    out.append(rel + entry.name)
+                else:
+                    visit(entry, f"{rel}{entry.name}/")
+            elif entry.suffix in (".yaml", ".yml") and entry.is_file():
+                out.append(rel + entry.name)
+
+    visit(directory, "")
+    return out
+
+
+def applied_at(repo: Path, kubectl: Kubectl, paths: list[str]) -> dict[str, list[Id]]:
+    """What a Flux Kustomization (GitRepository source) applies for each spec.path: built by kubectl
+    kustomize, with the kustomization the controller generates written first (in a scratch copy) where
+    the directory has none, so files the YAML reader here would misread count as Flux counts them."""
+    scratch = Path(tempfile.mkdtemp(dir=repo.parent)) / "copy"
+    shutil.copytree(repo, scratch, ignore=shutil.ignore_patterns(".git"))
+    listings = {p: controller_listing(scratch / p) for p in set(paths) if not _has_kustomization(scratch / p)}
+    for path, listing in listings.items():
+        (scratch / path / "kustomization.yaml").write_text(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+            + "".join(f"- {json.dumps(entry)}\n" for entry in listing))
+    out: dict[str, list[Id]] = {}
+    for path in set(paths):
+        built = kubectl(scratch / path)
+        assert built.returncode == 0, f"{path}: {built.stderr}"
+        out[path] = _ids(built.stdout)
+    shutil.rmtree(scratch.parent)
     return out
 
 
 def everything_applied(repo: Path, kubectl: Kubectl) -> Counter[Id]:
+    """What every Flux Kustomization (GitRepository source) applies, each path as often as it is named."""
+    paths = [_spec_dir(doc) for _, doc in flux_kustomizations(repo).values()
+             if ((doc.get("spec") or {}).get("sourceRef") or {}).get("kind") == "GitRepository"
+             and (repo / _spec_dir(doc)).is_dir()]
+    built = applied_at(repo, kubectl, paths)
     total: Counter[Id] = Counter()
-    for _, doc in flux_kustomizations(repo).values():
-        spec = doc.get("spec") or {}
-        directory = repo / _spec_dir(doc)
-        if (spec.get("sourceRef") or {}).get("kind") == "GitRepository" and directory.is_dir():
-            total.update(applied_by(repo, directory, kubectl))
+    for path in paths:
+        total.update(built[path])
     return total
 
 
@@ -236,7 +284,7 @@ def step_1_tells_the_whole_truth(repo: Path, capsys: pytest.CaptureFixture[str],
     if main(["plan", str(repo), "--base", "main", "--format", "json"]) == 2:
         return  # refused: the apply that follows says why
     (step,) = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "cutover-step-1"]
-    applied = set(applied_by(repo, repo / _spec_dir(legacy_doc), kubectl))
+    applied = set(applied_at(repo, kubectl, [_spec_dir(legacy_doc)])[_spec_dir(legacy_doc)])
     assert f"({len(applied)} object(s) here;" in step["message"], step["message"][:600]
     for kind, namespace, name in sorted(applied):
         if kind in STATEFUL:
@@ -302,8 +350,11 @@ def test_the_readme_cutover_on_a_real_repository(
         assert write_config(repo, apps, posixpath.dirname(file), units)
         merge(repo, "adopt wave-bot")
         judge_merge(repo, file, legacy, "adopt")
+        transforming = groups_transform(repo, apps, units)
         outcome = run_the_cutover(repo, capsys, kubectl, legacy)
         print(f"{archive}: {outcome}")
+        if not transforming:  # what no unit holds stays applied by the remainder: the split must happen
+            assert outcome == "split"
         return
     overlays = overlays_of_a_base(repo)
     if overlays is None:
