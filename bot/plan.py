@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks import acceptance, cascade, cutover, deletes, gating, restored, review, tiers
+from bot.checks import acceptance, cascade, cutover, deletes, gating, grouping, restored, review, tiers
 from bot.checks.registry import PlanContext, ReviewContext, run_checks, run_review
 from bot.checks.removal import (
     kustomization_references,
@@ -215,14 +215,22 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
     protecting, held_findings = stepping.hold(tree, config, held, placed_as)
     moves += protecting
-    generated = _generated(tree, files, (*waves, *sides), template, config)
+    regrouped, rewrites = grouping.Regroup((), frozenset()), grouping.Rewrites((), frozenset(), ())
+    if adoption is not None:  # step 2: units leave their grouping folders with what the group gave them
+        regrouped = grouping.regroup(tree, config, files)
+        rewrites = grouping.rewrite_references(tree, {c.source: c.path for c in moves if c.source},
+                                               [k.path for k in flux])
+    generated = _generated(tree, files, (*waves, *sides), template, config, regrouped.given)
     writes = _writes(tree, generated)
     retired = _retire(tree, config, adoption, waves, fix_overlays) if adoption is not None else []
-    if adoption is not None:  # the grouping folders' kustomizations go with the apps directory's
-        retired += [Change("delete", path) for path in cutover.group_kustomizations(tree, config, files)]
+    retired += regrouped.changes  # the grouping folders' kustomizations keep only what stays
     # What Flux will apply once this lands, and (against the base) what it will delete.
-    pending = [*moves, *writes, *retired]
-    cutover.check_references_kept(tree, moves, [c.path for c in [*writes, *retired]], config)
+    pending = [*moves, *rewrites.changes, *writes, *retired]
+    cutover.check_references_kept(tree, moves, [c.path for c in [*writes, *retired]], config, rewrites.entries)
+    if regrouped.changes or rewrites.changes:  # never a layout that does not build
+        grouping.verify_builds(tree, PlannedTree(tree, pending), PlannedTree(tree, [*moves, *writes, *retired]), [
+            *(posixpath.dirname(c.path) for c in [*writes, *regrouped.changes, *rewrites.changes]
+              if c.action != "delete")], regrouped, rewrites)
     # With nothing to change (the steady state of most bot runs) what Flux applies once this lands
     # is the work tree, already read: reading it again would only repeat the same inventory.
     # Without changes the planned tree is the work tree: read it directly, not through the overlay.
@@ -428,7 +436,7 @@ def _release_plan(
         exc = cutover.left_behind_error(adoption.legacy, outside, config)
         step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop: {exc.message}; {exc.hint}")
     try:  # what would stop step 2 is said now, while step 1 waits to be deployed
-        cutover.group_kustomizations(tree, config, files)
+        grouping.regroup(tree, config, files)
     except WaveBotError as exc:
         step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop at {exc.location()}: "
                                                      f"{exc.message}; {exc.hint}")
@@ -457,12 +465,16 @@ def _release_plan(
 
 
 def _generated(
-    tree: Tree, files: list[AppFile], waves: tuple[Slot, ...], template: Mapping[str, Any], config: Config
+    tree: Tree, files: list[AppFile], waves: tuple[Slot, ...], template: Mapping[str, Any], config: Config,
+    given: frozenset[str] = frozenset(),
 ) -> dict[str, bytes]:
+    """Each wave's files. `given`: units that get a kustomization of their own in this change (their
+    wave lists the directory)."""
     resources: dict[Slot, list[str]] = {n: [] for n in waves}
     for file in files:
         if file.target_wave is not None:
-            resources[file.target_wave] += units.listing(tree, file.path, file.listed(config), file.is_dir)
+            resources[file.target_wave] += [file.listed(config)] if file.path in given else units.listing(
+                tree, file.path, file.listed(config), file.is_dir)
     out: dict[str, bytes] = {}
     for n in waves:
         kustomization, cr = wave_files(n, config)

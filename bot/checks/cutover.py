@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +28,6 @@ from bot.flux.inventory import FluxKustomization, Inventory, OwnedResource, sour
 from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
 from bot.kustomize.repository import read_kustomizations
 from bot.layout import render
-from bot.layout import units as unitfs
-from bot.layout.placement import AppFile
 from bot.model import Change, Finding, FindingObject
 from bot.repo.tree import Tree
 from bot.resid import ResourceId
@@ -180,102 +178,6 @@ def wave_base_entries(
     return data
 
 
-_LISTING_KEYS = ("apiVersion", "kind", "resources")
-
-
-def group_kustomizations(tree: Tree, config: Config, files: Sequence[AppFile]) -> list[str]:
-    """Cutover step 2: the grouping folders' own kustomizations, which the split replaces.
-
-    Each wave's kustomization lists the unit directories themselves (`<group>/<name>`), so a grouping
-    folder's kustomization left behind would list directories that moved (it no longer builds), and
-    listing the folder instead would apply its units twice. It goes with `apps/kustomization.yaml`,
-    but only when removing it changes nothing Flux applies: it may only list its units as their waves
-    will. Anything else it does (a `namespace`, patches, components, part of a unit's files) would be
-    lost or applied anew, so that is an input error naming the line, to move into the units first.
-    """
-    units_in: dict[str, dict[str, AppFile]] = {}
-    for file in files:
-        folder = posixpath.dirname(file.path)
-        if file.is_dir and file.node is not None and file.wave is None and folder != config.apps_dir:
-            units_in.setdefault(folder, {})[file.name] = file
-    out = []
-    problems: list[WaveBotError] = []
-    for folder, units in sorted(units_in.items()):
-        own = unitfs.own_kustomization(tree, folder)
-        if own is not None:
-            try:
-                _check_group_listing(tree, own, units)
-            except WaveBotError as exc:  # every folder's problem at once: one run, one list of edits
-                problems.append(exc)
-            out.append(own)
-    if problems:
-        raise _all_of(problems)
-    return out
-
-
-def _all_of(problems: Sequence[WaveBotError]) -> WaveBotError:
-    """One input error naming every grouping folder to change, each with its own edit."""
-    first = problems[0]
-    if len(problems) == 1:
-        return first
-    rest = "; ".join(f"{p.location()}: {p.message} (fix: {p.hint})" for p in problems[1:])
-    return WaveBotError(f"{first.message}. {len(problems) - 1} more grouping folder(s) to change the same way: "
-                        f"{rest}", path=first.path, line=first.line, hint=first.hint)
-
-
-def _check_group_listing(tree: Tree, path: str, units: Mapping[str, AppFile]) -> None:
-    folder = posixpath.dirname(path)
-    doc = yamlio.load_one(tree.read(path), path)
-    value = doc.value if doc is not None else None
-    if doc is None or not isinstance(value, dict):
-        return  # kustomize refuses it, and so did the legacy build
-    replaced = ("the cutover replaces this file: each wave's kustomization lists the unit directories "
-                "themselves, so")
-    for key in value:
-        if key not in _LISTING_KEYS:
-            raise WaveBotError(
-                f"sets {key}, which applies to every unit in {folder}/; {replaced} {key} would no longer apply",
-                path=path, line=doc.info.line((key,)),
-                hint=f"move {key} into the own kustomization.yaml of each unit in {folder}/ that needs it (a unit "
-                     "directory may have one), keep only resources here, then run wave-bot again")
-    listed: dict[str, list[str]] = {}
-    resources = value.get("resources")
-    if isinstance(resources, list) and not all(isinstance(ref, str) for ref in resources):
-        return  # a list or mapping among them: kustomize refuses the file too
-    for index, ref in enumerate(resources if isinstance(resources, list) else []):
-        norm = posixpath.normpath(ref) if ref else ""
-        head, _, rest = norm.partition("/")
-        if head in units:
-            listed.setdefault(head, []).append(rest)
-        elif not (norm and "/" not in norm and tree.kind(f"{folder}/{norm}") == "file"):
-            # A file of the folder itself is `unplaced-file`, which says where it must go.
-            raise WaveBotError(
-                f"lists {ref}, which is in no unit of {folder}/; {replaced} nothing would apply it",
-                path=path, line=doc.info.line(("resources", index)),
-                hint=f"move what it applies into a unit of {folder}/ (or another Flux tier), then run wave-bot again")
-    for name, entries in sorted(listed.items()):
-        unit = units[name].path
-        unit_own = unitfs.own_kustomization(tree, unit)
-        wave_lists = [""] if unit_own is not None else unitfs.generated_listing(tree, unit)
-        if sorted(entries) != sorted(wave_lists):
-            shown = ", ".join(e or "the directory" for e in sorted(entries))
-            # A unit with its own kustomization already has the file to fix: telling the user to
-            # give it one (listing "the directory") would be an instruction nobody can follow.
-            if unit_own is None:
-                lists, fix = "what Flux applies of a directory without a kustomization", (
-                    f"give {unit}/ its own kustomization.yaml listing {shown} (what this file applies of it) "
-                    f"and list ./{name} here instead")
-            else:
-                now = ["what it lists now"] if "" in entries else []
-                lists, fix = f"what its own {posixpath.basename(unit_own)} lists", (
-                    f"make {unit_own} list exactly what this file applies of {name}/ "
-                    f"({', '.join([*now, *sorted(e for e in entries if e)])}) and list only ./{name} here")
-            raise WaveBotError(
-                f"lists {shown} of {name}/, and its wave will list {', '.join(e or name for e in wave_lists)} "
-                f"({lists}); {replaced} the split would apply something else than the legacy Kustomization did",
-                path=path, line=doc.info.line(("resources",)), hint=f"{fix}, then run wave-bot again")
-
-
 def _part(path: str, units: Sequence[str], config: Config) -> str:
     """The part of the legacy's tree `path` belongs to: below the apps directory, its shallowest
     directory holding no unit (so a whole undeclared tree is named once); elsewhere, the file."""
@@ -358,12 +260,14 @@ def _ancestors(paths: Iterable[str]) -> set[str]:
     return out
 
 
-def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequence[str], config: Config) -> None:
+def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequence[str], config: Config,
+                          rewritten: Collection[tuple[str, int]] = ()) -> None:
     """Refuse a move that breaks a build: a kustomization that names a path across a moving unit's
     boundary (into it from outside, or out of it from inside) would no longer build once the unit is one
     level deeper in its wave. `replaced`: the kustomizations this change regenerates or deletes. The
     apps directory's and the grouping folders' own kustomizations list the units as the waves will:
-    the cutover replaces them, and without a legacy Kustomization nothing builds them."""
+    the cutover replaces them, and without a legacy Kustomization nothing builds them. `rewritten`:
+    (kustomization, line) of the entries this change rewrites (`grouping.rewrite_references`)."""
     moving = {c.source: c.path for c in moves if c.action == "move" and c.source}
     if not moving:
         return
@@ -373,6 +277,8 @@ def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequenc
     for ref in read_kustomizations(tree, "").references:
         folder = posixpath.dirname(ref.kustomization)
         if ref.kustomization in gone or folder == apps or folder.startswith(apps + "/") and folder in above_units:
+            continue
+        if (ref.kustomization, ref.line) in rewritten:
             continue
         here, here_after = _moved(ref.kustomization, moving)
         there, there_after = _moved(ref.path, moving)
@@ -482,7 +388,7 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 
 __all__ = [
-    "Cutover", "check_references_kept", "check_wave_roots", "cutover", "group_kustomizations", "left_behind",
+    "Cutover", "check_references_kept", "check_wave_roots", "cutover", "left_behind",
     "left_behind_error", "legacy_document", "legacy_kustomization", "legacy_template", "object_key", "outside_units",
     "release_change", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding", "wave_base_entries",
 ]
