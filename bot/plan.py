@@ -281,7 +281,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
                                               config)
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
-    changes = _compact([*moves, *writes, *retired, *wave_deletes(tree, removed, config), *removal])
+    changes = _compact([*moves, *rewrites.changes, *writes, *retired, *wave_deletes(tree, removed, config), *removal])
     planned = PlannedTree(tree, changes)
     every: tuple[Slot, ...] = tuple(sorted((*waves, *sides), key=order))
     if fix_overlays:
