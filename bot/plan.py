@@ -217,9 +217,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     moves += protecting
     regrouped, rewrites = grouping.Regroup((), frozenset()), grouping.Rewrites((), frozenset(), ())
     if adoption is not None:  # step 2: units leave their grouping folders with what the group gave them
-        regrouped = grouping.regroup(tree, config, files)
         rewrites = grouping.rewrite_references(tree, {c.source: c.path for c in moves if c.source},
                                                [k.path for k in flux])
+        regrouped = grouping.regroup(tree, config, files, rewrites.edited)
     generated = _generated(tree, files, (*waves, *sides), template, config, regrouped.given)
     writes = _writes(tree, generated)
     retired = _retire(tree, config, adoption, waves, fix_overlays) if adoption is not None else []
@@ -245,7 +245,9 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         lost = cutover.left_behind(legacy_objects, applied, _unit_paths(files), config, loose)
         if lost:
             raise cutover.left_behind_error(adoption.legacy, lost, config)
-    findings = [*held_findings, *_placement_findings(files, graph, config)]
+    # A grouping folder's own file that its kustomization keeps listing is applied where it is.
+    findings = [*held_findings, *(f for f in _placement_findings(files, graph, config)
+                                  if f.code != "unplaced-file" or f.path not in regrouped.kept)]
     findings += restored.regeneration_findings(tree, writes, config, template_source, base)
     if adoption is not None and here is not None:
         findings.append(cutover.step_2_finding(

@@ -26,8 +26,8 @@ difference or a failure is a refusal.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.config import Config
@@ -64,6 +64,8 @@ class Regroup:
     kustomizations created at their new place."""
     given: frozenset[str]
     """Units (their current path) that get a kustomization: their wave lists the directory."""
+    kept: frozenset[str] = frozenset()
+    """Files of a grouping folder its kustomization still lists: no unit's, yet applied where they are."""
     compare: tuple[tuple[str, int, str, str], ...] = ()
     """(group kustomization, the line listing the unit, unit now, unit then): the objects the group
     built from the unit, and what the unit's new kustomization must build."""
@@ -78,11 +80,17 @@ def _unit_folders(files: Sequence[AppFile], config: Config) -> dict[str, dict[st
     return out
 
 
-def regroup(tree: Tree, config: Config, files: Sequence[AppFile]) -> Regroup:
+def regroup(tree: Tree, config: Config, files: Sequence[AppFile], edited: Mapping[str, bytes] | None = None,
+            ) -> Regroup:
     """Every grouping folder whose units move: what each unit takes along, what the folder keeps.
-    Every folder's problem is raised at once (one run, one list of edits)."""
+    `edited`: files (by their current path) other edits of this change already rewrote. Every
+    folder's problem is raised at once (one run, one list of edits)."""
+    def read(path: str) -> bytes:
+        return edited[path] if edited and path in edited else tree.read(path)
+
     changes: list[Change] = []
     given: set[str] = set()
+    kept: set[str] = set()
     compare: list[tuple[str, int, str, str]] = []
     problems: list[WaveBotError] = []
     for folder, units in sorted(_unit_folders(files, config).items()):
@@ -90,17 +98,18 @@ def regroup(tree: Tree, config: Config, files: Sequence[AppFile]) -> Regroup:
         if own is None:
             continue
         try:
-            done = _regroup_folder(tree, own, units)
+            done = _regroup_folder(tree, own, units, read)
         except WaveBotError as exc:
             problems.append(exc)
             continue
         if done is not None:
             changes += done.changes
             given |= done.given
+            kept |= done.kept
             compare += done.compare
     if problems:
         raise all_of(problems)
-    return Regroup(tuple(changes), frozenset(given), tuple(compare))
+    return Regroup(tuple(changes), frozenset(given), frozenset(kept), tuple(compare))
 
 
 def all_of(problems: Sequence[WaveBotError]) -> WaveBotError:
@@ -124,7 +133,8 @@ def _component_role(tree: Tree, path: str) -> tuple[bool, list[str]]:
     return adds, [k for k in value if k not in ("apiVersion", "kind", "resources", *ADDING)]
 
 
-def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile]) -> Regroup | None:
+def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile], read: Callable[[str], bytes],
+                    ) -> Regroup | None:
     folder = posixpath.dirname(own)
     data = tree.read(own)
     doc = yamlio.load_one(data, own)
@@ -177,23 +187,23 @@ def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile]) -> Regro
         parts = sorted(rest for _, rest in entries)
         unit_own = own_kustomization(tree, unit.path)
         if unit_own is not None:
-            if transforms or carried:
-                what = ", ".join([*transforms, *(f"component {posixpath.relpath(c, folder)}" for c in carried)])
-                raise WaveBotError(
-                    f"sets {what} for {name}/, which has a kustomization of its own ({unit_own}); once {name} moves "
-                    f"into its wave this file no longer applies to it, and wave-bot does not rewrite a unit's own "
-                    "kustomization",
-                    path=own, line=doc.info.line((transforms[0],) if transforms else ("components",)),
-                    hint=f"add {what} to {unit_own} as well (the objects stay the same), then run wave-bot again")
             if parts != [""]:
                 shown = ", ".join(p or "the directory" for p in parts)
+                now = ["what it lists now"] if "" in parts else []
                 raise WaveBotError(
                     f"lists {shown} of {name}/, and its wave will list {name} (what its own "
                     f"{posixpath.basename(unit_own)} lists); the split would apply something else than the legacy "
                     "Kustomization did",
                     path=own, line=doc.info.line(("resources",)),
-                    hint=f"make {unit_own} list exactly what this file applies of {name}/ and list only ./{name} "
-                         "here, then run wave-bot again")
+                    hint=f"make {unit_own} list exactly what this file applies of {name}/ "
+                         f"({', '.join([*now, *(p for p in parts if p)])}) and list only ./{name} here, then run "
+                         "wave-bot again")
+            if transforms or carried:
+                moved_own = f"{unit.target}/{posixpath.basename(unit_own)}"
+                line = doc.info.line((transforms[0],) if transforms else ("components",))
+                data_own = _carry(read(unit_own), unit_own, value, own, line, transforms, carried, unit.target)
+                changes.append(Change("update", moved_own, content=data_own))
+                compare.append((own, doc.info.line(("resources", entries[0][0])), unit.path, unit.target))
             continue
         if "" in parts:
             continue  # a directory without a kustomization: kustomize refused it in the legacy build too
@@ -212,7 +222,44 @@ def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile]) -> Regro
         _component_role(tree, posixpath.normpath(posixpath.join(folder, ref)))[0]
         for ref in (components if isinstance(components, list) else []) if isinstance(ref, str))
     changes.insert(0, Change("update", own, content=rest) if keeps else Change("delete", own))
-    return Regroup(tuple(changes), frozenset(given), tuple(compare))
+    gone_set = set(gone)
+    kept = {posixpath.normpath(posixpath.join(folder, ref)) for i, ref in enumerate(resources) if i not in gone_set}
+    return Regroup(tuple(changes), frozenset(given), frozenset(kept) if keeps else frozenset(), tuple(compare))
+
+
+def _carry(data: bytes, path: str, group: Mapping[str, Any], own: str, line: int, transforms: Sequence[str],
+           carried: Sequence[str], target: str) -> bytes:
+    """A unit's own kustomization with what its group did to it: each transforming field the unit's
+    lacks added at the end (a `namespace` it has set to the group's: the group's wins in the build
+    too), each transforming component added to its `components`. Every other byte stays."""
+    docs = yamlio.load(data, path)
+    value = docs[0].value if len(docs) == 1 else None
+    if not isinstance(value, dict):
+        raise WaveBotError(f"{path} is not one kustomization document, so wave-bot cannot add what this group does "
+                           "to its unit", path=own, line=line,
+                           hint=f"add {', '.join(transforms) or 'the components'} to {path} yourself, then run "
+                                "wave-bot again")
+    for key in transforms:
+        if key == "namespace" and isinstance(value.get(key), str) and isinstance(group[key], str):
+            if value[key] != group[key]:
+                data = yamledit.replace_scalar(data, path, 0, (key,), group[key])
+        elif key in value:
+            raise WaveBotError(
+                f"sets {key} for {posixpath.basename(posixpath.dirname(path))}/, whose own kustomization ({path}) "
+                f"sets {key} too; once the unit moves into its wave this file no longer applies to it, and wave-bot "
+                "does not merge the two", path=own, line=line,
+                hint=f"merge this {key} into {path} yourself (the objects stay the same), then run wave-bot again")
+        else:
+            text = data.decode()
+            data = (text + ("" if text.endswith("\n") else "\n") + yamledit.dump_text({key: group[key]})).encode()
+    for component in carried:
+        data = yamledit.insert_item(data, path, "components", f"- {posixpath.relpath(component, target)}\n", None)
+    check = yamlio.load(data, path)
+    if len(check) != 1 or not isinstance(check[0].value, dict) or any(
+            check[0].value.get(k) != v for k, v in value.items() if k not in ("namespace", "components")):
+        raise WaveBotError(f"cannot add what this group does to its unit to {path} without changing anything else",
+                           path=own, line=line, hint=f"add {', '.join(transforms)} to {path} yourself")
+    return data
 
 
 def _unit_kustomization(group: Mapping[str, Any], own: str, transforms: Sequence[str], carried: Sequence[str],
@@ -256,6 +303,8 @@ class Rewrites:
     """(kustomization as it is now, line) of each rewritten kustomization entry."""
     flux_dirs: tuple[tuple[str, str, str, int], ...]
     """(old spec.path directory, new one, file as it is now, line) of each Flux Kustomization repathed."""
+    edited: Mapping[str, bytes] = field(default_factory=dict)
+    """File as it is now -> its rewritten bytes."""
 
 
 def rewrite_references(tree: Tree, moving: Mapping[str, str], flux_files: Iterable[str]) -> Rewrites:
@@ -316,7 +365,7 @@ def rewrite_references(tree: Tree, moving: Mapping[str, str], flux_files: Iterab
                 if posixpath.normpath(posixpath.join(new or ".", component)) != after:
                     edit(path, index, ("spec", "components", i), _relative(after, new, component))
     changes = tuple(Change("update", moved(path, moving)[1], content=data) for path, data in sorted(edits.items()))
-    return Rewrites(changes, frozenset(entries), tuple(flux_dirs))
+    return Rewrites(changes, frozenset(entries), tuple(flux_dirs), edits)
 
 
 def _yaml_below(tree: Tree, directory: str) -> list[str]:
