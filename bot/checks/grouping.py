@@ -328,8 +328,16 @@ def rewrite_references(tree: Tree, moving: Mapping[str, str], flux_files: Iterab
         relative = posixpath.relpath(ref.path, posixpath.dirname(ref.kustomization) or ".")
         if posixpath.normpath(posixpath.join(posixpath.dirname(here_after), relative)) == there_after:
             continue
-        edit(ref.kustomization, 0, (ref.key, ref.index), _relative(there_after, posixpath.dirname(here_after),
-                                                                   ref.written))
+        write = _relative(there_after, posixpath.dirname(here_after), ref.written)
+        try:
+            edit(ref.kustomization, 0, (ref.key, ref.index), write)
+        except WaveBotError as exc:
+            raise WaveBotError(
+                f"{ref.key} entry {ref.written} names {ref.path}, outside the unit {here}, which this change moves to "
+                f"{moving[here]}: from there the entry must read {write}, and wave-bot cannot rewrite it on its line "
+                f"alone ({exc.message})", path=ref.kustomization, line=ref.line,
+                hint=f"write each entry of {ref.key} on a line of its own (or move {here} to {moving[here]} yourself "
+                     f"and write {write} on that line), then run wave-bot again") from exc
         entries.add((ref.kustomization, ref.line))
     candidates = set(flux_files)
     for unit in moving:

@@ -278,6 +278,17 @@ __all__ = ["Literal", "dump_text", "insert_item", "item_text", "literal", "remov
            "render_item", "substitute"]
 
 
+def _bounded(text: str, written: str, start: int) -> int:
+    """Where `written` stands on `text` (from `start`) as a whole scalar: not inside a longer one."""
+    at = text.find(written, start)
+    while at >= 0:
+        before, after = text[at - 1:at] or " ", text[at + len(written):at + len(written) + 1] or "\n"
+        if before in " \t[,-" and after in " \t,]#\r\n":
+            return at
+        at = text.find(written, at + 1)
+    return -1
+
+
 def replace_scalar(data: bytes, path: str, index: int, key_path: tuple[str | int, ...], value: str) -> bytes:
     """`data` with the string at `key_path` of document `index` set to `value`: only the scalar on its
     line changes (its quotes kept), every other byte stays. The result is parsed again and must differ
@@ -293,9 +304,10 @@ def replace_scalar(data: bytes, path: str, index: int, key_path: tuple[str | int
                            line=line, hint=f"write {value} there by hand")
     lines = _lines(data)
     text = lines[line - 1]
+    start = text.find(f"{key_path[-1]}:") + len(f"{key_path[-1]}:") if isinstance(key_path[-1], str) else 0
     for quote in ('"', "'", ""):
         written = f"{quote}{old}{quote}"
-        at = text.find(written, text.find(":") + 1 if isinstance(key_path[-1], str) else text.find("-") + 1)
+        at = _bounded(text, written, start)
         if at >= 0 and (quote or "#" not in text[:at]):
             lines[line - 1] = text[:at] + f"{quote}{value}{quote}" + text[at + len(written):]
             break
