@@ -189,6 +189,29 @@ def refused(repo: Path, before: dict[str, bytes], code: int, err: str) -> bool:
     return True
 
 
+def grouping_folders(repo: Path, apps: str) -> list[Path]:
+    """The folders of the apps directory whose own kustomization lists what is inside their
+    subdirectories (cluster-template's and home-ops' `<apps>/<namespace>/kustomization.yaml`)."""
+    out = []
+    for folder in sorted(p for p in (repo / apps).iterdir() if p.is_dir()):
+        own = next((folder / n for n in KUSTOMIZATION_FILES if (folder / n).is_file()), None)
+        docs = _docs(own) if own is not None else []
+        entries = [e for e in (docs[0].get("resources") or []) if isinstance(e, str)] if docs else []
+        if any((folder / e).parent != folder and (folder / e).resolve().is_relative_to(folder.resolve())
+               for e in entries):
+            out.append(folder)
+    return out
+
+
+def left_only_group_files(outcome: str, apps: str) -> bool:
+    """Step 2 refused only because files of the grouping folders themselves (their Namespace) stay
+    there, applied by nothing until a Kustomization for the rest of the legacy's tree applies them."""
+    if "outside the declared units" not in outcome:
+        return False
+    parts = re.findall(r"(\S+) \(\d+ object\(s\)\)", outcome)
+    return bool(parts) and all(re.fullmatch(re.escape(apps) + r"/[^/]+/[^/]+\.ya?ml", p) for p in parts)
+
+
 def run_the_cutover(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, legacy: str) -> str:
     """Steps 1 and 2 as the README says; returns how far it got ('split', or the refused step)."""
     built = building(repo, kubectl)
@@ -206,12 +229,21 @@ def run_the_cutover(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kub
     assert built <= building(repo, kubectl)
     merge(repo, "wave-bot step 1")
     applied_before = everything_applied(repo, kubectl)
+    children_before = {n: sorted(applied_by(repo, repo / _spec_dir(d), kubectl)) for n, (_, d) in flux_before.items()
+                       if n != legacy and _spec_dir(d) != "." and (repo / _spec_dir(d)).is_dir()}
     before = snapshot(repo)
     code, err = apply(repo, capsys)
     if refused(repo, before, code, err):
-        return "step 2 refused"
+        return f"step 2 refused: {err.splitlines()[0]}"
     assert code == 0, err
     merge(repo, "wave-bot step 2")
+    # Every child Flux Kustomization that moved with its unit keeps its name (and, through its group's
+    # namespace carried along, its namespace: the lane's object sets say so), and its spec.path,
+    # rewritten to the unit's new place, builds the same objects.
+    flux_moved = flux_kustomizations(repo)
+    for name, objects in children_before.items():
+        assert name in flux_moved
+        assert sorted(applied_by(repo, repo / _spec_dir(flux_moved[name][1]), kubectl)) == objects, name
     assert built - {d for d in built if not (repo / d).is_dir()} <= building(repo, kubectl)
     flux_after = flux_kustomizations(repo)
     assert set(flux_before) - set(flux_after) == {legacy}
@@ -241,8 +273,15 @@ def test_the_readme_cutover_on_a_real_repository(
         file, _ = flux_kustomizations(repo)[legacy]
         assert write_config(repo, apps, posixpath.dirname(file), units)
         merge(repo, "adopt wave-bot")
+        grouped = grouping_folders(repo, apps)
         outcome = run_the_cutover(repo, capsys, kubectl, legacy)
-        print(f"{archive}: {outcome}")
+        print(f"{archive}: {outcome[:300]}")
+        if grouped:
+            # The one-child-Kustomization-per-app shape: its units leave their grouping folders with
+            # what the group did to them, so step 2 splits. (What stays in a group, its Namespace, is
+            # applied by the Kustomization for the rest of the legacy's tree: until that is merged,
+            # the one refusal allowed is the one naming only those files.)
+            assert outcome == "split" or left_only_group_files(outcome, apps), outcome
         return
     overlays = overlays_of_a_base(repo)
     if overlays is None:
