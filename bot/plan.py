@@ -215,15 +215,26 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     moves = [Change("move", f.target, source=f.path) for f in files if f.moves]
     protecting, held_findings = stepping.hold(tree, config, held, placed_as)
     moves += protecting
+    rest: cutover.Remainder | None = None
+    kept: list[Change] = []  # step 2: what keeps applying the rest of the legacy's tree
     regrouped, rewrites = grouping.Regroup((), frozenset()), grouping.Rewrites((), frozenset(), ())
-    if adoption is not None:  # step 2: units leave their grouping folders with what the group gave them
+    if adoption is not None:
+        # Units leave their grouping folders with what the group did to them (the group keeps what it
+        # adds), the references their moves break are rewritten, and what the legacy applied besides
+        # the units stays applied by the remainder, which wave 0 depends on.
         rewrites = grouping.rewrite_references(tree, {c.source: c.path for c in moves if c.source},
                                                [k.path for k in flux])
         regrouped = grouping.regroup(tree, config, files, rewrites.edited)
+        kept = list(regrouped.changes)
+        rest_changes, rest = cutover.remainder(tree, PlannedTree(tree, [*moves, *rewrites.changes, *kept]), config,
+                                               adoption.legacy, (k.name for k in flux))
+        kept += rest_changes
+        if rest is not None:
+            kept += _writes(tree, {rest.file: cutover.rest_cr(rest, adoption.legacy, template, config.root_depends_on)})
+            config = dataclasses.replace(config, root_depends_on=(rest.name,))
     generated = _generated(tree, files, (*waves, *sides), template, config, regrouped.given)
     writes = _writes(tree, generated)
-    retired = _retire(tree, config, adoption, waves, fix_overlays) if adoption is not None else []
-    retired += regrouped.changes  # the grouping folders' kustomizations keep only what stays
+    retired = [*_retire(tree, config, adoption, waves, fix_overlays, rest), *kept] if adoption is not None else []
     # What Flux will apply once this lands, and (against the base) what it will delete.
     pending = [*moves, *rewrites.changes, *writes, *retired]
     cutover.check_references_kept(tree, moves, [c.path for c in [*writes, *retired]], config, rewrites.entries)
@@ -236,23 +247,13 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     # Without changes the planned tree is the work tree: read it directly, not through the overlay.
     now = here if here is not None and not pending else read_inventory(
         PlannedTree(tree, pending) if pending else tree, config, cache)
-    if adoption is not None and here is not None:
-        # Everything the legacy applied stays applied, by the waves or another Flux Kustomization.
-        legacy_objects = [o for o in here.others if o.owner == adoption.legacy.name]
-        loose = bool(adoption.legacy.target_namespace)
-        applied = {cutover.object_key(r.id, loose) for r in now.resources}
-        applied |= {cutover.object_key(o.id, loose) for o in now.others}
-        lost = cutover.left_behind(legacy_objects, applied, _unit_paths(files), config, loose)
-        if lost:
-            raise cutover.left_behind_error(adoption.legacy, lost, config)
-    # A grouping folder's own file that its kustomization keeps listing is applied where it is.
-    findings = [*held_findings, *(f for f in _placement_findings(files, graph, config)
-                                  if f.code != "unplaced-file" or f.path not in regrouped.kept)]
+    findings = [*held_findings, *_elsewhere(_placement_findings(files, graph, config), now)]
     findings += restored.regeneration_findings(tree, writes, config, template_source, base)
     if adoption is not None and here is not None:
         findings.append(cutover.step_2_finding(
             adoption, here, config, waves, template_source,
-            file_kept=any(c.path == adoption.legacy.path and c.action == "update" for c in retired)))
+            file_kept=any(c.path == adoption.legacy.path and c.action == "update" for c in retired), rest=rest,
+            units=_unit_waves(files)))
     if before is not None:
         assert base is not None
         removed, references, removal = waves_to_remove(tree, before, now, targets, config, fix_overlays,
@@ -289,6 +290,23 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     if fix_overlays:
         changes = _compact([*changes, *overlayfix.fix_overlays(planned, config, every)])
         planned = PlannedTree(tree, changes)
+    if adoption is not None:
+        # The safety net: every object Flux applied before the split, applied after it as often.
+        # Without --fix-overlays the waves' base entries are the findings' edits: judged as made.
+        fixed = planned
+        if not fix_overlays:
+            wired = _compact([*moves, *rewrites.changes, *writes, *_retire(tree, config, adoption, waves, True, rest),
+                              *kept,
+                              *wave_deletes(tree, removed, config), *removal])
+            fixed = PlannedTree(tree, _compact([*wired, *overlayfix.fix_overlays(PlannedTree(tree, wired), config,
+                                                                                 every)]))
+        replaced = {adoption.legacy.name, *(config.wave_cr_name(n) for n in every), *([rest.name] if rest else [])}
+        judged, layout = cutover.judged_model(tree, config, adoption.legacy)
+        after, _ = cutover.judged_model(fixed, config, adoption.legacy, layout)
+        repath = cutover.repathed(fixed, after, moves)
+        if repath:  # a child's spec.path that named its unit's old place: `tier-path-moved` says the fix
+            after, _ = cutover.judged_model(PlannedTree(fixed, repath), config, adoption.legacy, layout)
+        cutover.check_same_objects(judged, after, adoption.legacy, replaced)
     placed: dict[Slot, set[str]] = {}
     for file in files:
         if file.node is not None and file.target_wave is not None:
@@ -363,12 +381,13 @@ def _said(finding: Finding, others: Sequence[Finding]) -> bool:
 
 
 def _retire(
-    tree: Tree, config: Config, adoption: cutover.Cutover, waves: tuple[int, ...], fix_overlays: bool
+    tree: Tree, config: Config, adoption: cutover.Cutover, waves: tuple[int, ...], fix_overlays: bool,
+    rest: cutover.Remainder | None = None,
 ) -> list[Change]:
-    """Cutover step 2: delete the legacy Kustomization's file, the apps directory's own kustomization,
-    every line referring to the legacy Kustomization (its base entry, overlay patches for it) and the
-    patch files only it used. With --fix-overlays the waves' base entries take the legacy entry's
-    place, in its style."""
+    """Cutover step 2: delete the legacy Kustomization's document, every line referring to the legacy
+    Kustomization (its base entry, overlay patches for it) and the patch files only it used. With
+    --fix-overlays the remainder's and the waves' base entries take the legacy entry's place, in its
+    style. (The apps directory's own kustomization is the remainder's business: `cutover.remainder`.)"""
     legacy = adoption.legacy
     retired = cutover.retire_change(tree, legacy)
     refs = kustomization_references(tree, config, legacy.name, legacy.path)
@@ -377,14 +396,13 @@ def _retire(
         refs = tuple(r for r in refs if r.key != "resources")
     read = {r.path: tree.read(r.path) for r in [*refs, *([base_entry] if base_entry else [])]}
     if fix_overlays and base_entry is not None:
-        read[base_entry.path] = cutover.wave_base_entries(read[base_entry.path], base_entry.item, legacy, waves, config)
+        read[base_entry.path] = cutover.wave_base_entries(read[base_entry.path], base_entry.item, legacy, waves, config,
+                                                          rest)
     changes = removal_changes(read, [r.item for r in refs])
     if base_entry is not None and base_entry.path not in {c.path for c in changes} and fix_overlays:
         changes.append(Change("update", base_entry.path, content=read[base_entry.path]))
     changes.append(retired)
-    # The apps directory's own kustomization, under whichever name kustomize accepts there.
-    own = find_kustomization(tree, config.apps_dir)
-    for path in sorted({*unused_patch_files(tree, refs), *([own] if own else [])}):
+    for path in sorted(unused_patch_files(tree, refs)):
         if tree.kind(path) == "file":
             changes.append(Change("delete", path))
     return changes
@@ -401,6 +419,15 @@ def _built_units(tree: Tree, files: list[AppFile]) -> dict[str, frozenset[str]]:
             except WaveBotError:
                 continue  # the inventory reports what does not build
     return out
+
+
+def _unit_waves(files: list[AppFile]) -> dict[Slot, list[str]]:
+    """Wave -> the units moving into it (their current paths)."""
+    out: dict[Slot, list[str]] = {}
+    for file in files:
+        if file.node is not None and file.target_wave is not None and file.moves:
+            out.setdefault(file.target_wave, []).append(file.path)
+    return {n: sorted(paths) for n, paths in sorted(out.items(), key=lambda item: order(item[0]))}
 
 
 def _unit_paths(files: list[AppFile]) -> list[str]:
@@ -435,8 +462,8 @@ def _release_plan(
     step_1 = cutover.step_1_finding(adoption, here, config, deepest)
     outside = cutover.outside_units(here, adoption.legacy, _unit_paths(files), config)
     if outside:
-        exc = cutover.left_behind_error(adoption.legacy, outside, config)
-        step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop: {exc.message}; {exc.hint}")
+        note = cutover.outside_units_note(adoption.legacy, outside)
+        step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. {note}")
     try:  # what would stop step 2 is said now, while step 1 waits to be deployed
         grouping.regroup(tree, config, files)
     except WaveBotError as exc:
@@ -544,6 +571,23 @@ def _unplaced_fix(file: AppFile, graph: WaveGraph, config: Config, taken: frozen
     return (how,
             f"# create {config.catalog_dir}/{name}.yaml:\n# (apiVersion as in your other catalog files)\n"
             f"kind: ServiceDefinition\nmetadata:\n  name: {name}\nspec:\n  dependencies: []\n")
+
+
+def _elsewhere(findings: list[Finding], now: Inventory) -> list[Finding]:
+    """An unplaced file another Flux Kustomization applies (the remainder the cutover left: the rest of
+    the legacy's tree) is applied as it is, not lost: said as information, not as an error."""
+    owners: dict[str, str] = {}
+    for o in now.others:
+        owners.setdefault(o.path, o.owner)
+    out = []
+    for f in findings:
+        owner = owners.get(f.path or "") or next((o for p, o in owners.items() if p.startswith(f"{f.path}/")), None)
+        if f.code == "unplaced-file" and owner is not None:
+            f = dataclasses.replace(f, severity="info", fix=None, message=(
+                f"{f.path}: no unit owns it, and the Flux Kustomization {owner} applies it where it is (not a wave); "
+                "declare it as a unit to move it into one"))
+        out.append(f)
+    return out
 
 
 def _placement_findings(files: list[AppFile], graph: WaveGraph, config: Config) -> list[Finding]:

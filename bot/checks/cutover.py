@@ -15,22 +15,27 @@ with `path: ./<apps_dir>`:
 """
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks.removal import ListItem
+from bot.checks.removal import ListItem, removal_changes
 from bot.config import Config
 from bot.errors import WaveBotError
+from bot.flux.applied import FluxModel, read_model
+from bot.flux.generator import GENERATED_FILE, generated_resources, has_kustomization
 from bot.flux.inventory import FluxKustomization, Inventory, OwnedResource, source_dir
 from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
+from bot.kustomize.files import find_kustomization
 from bot.kustomize.repository import read_kustomizations
+from bot.kustomize.spec import KUSTOMIZATION_API
 from bot.layout import render
 from bot.model import Change, Finding, FindingObject
 from bot.repo.tree import Tree
-from bot.resid import ResourceId
+from bot.side import Slot
 from bot.yamlio import documents as yamlio
 from bot.yamlio import edit as yamledit
 
@@ -48,8 +53,11 @@ class Cutover:
 
 
 def legacy_kustomization(flux: Sequence[FluxKustomization], config: Config) -> FluxKustomization | None:
-    """The Flux Kustomization that applies the apps directory itself (`path: ./<apps_dir>`)."""
-    found = [k for k in flux if source_dir(k) == posixpath.normpath(config.apps_dir)]
+    """The Flux Kustomization that applies the apps directory itself (`path: ./<apps_dir>`). The
+    remainder step 2 leaves (the rest of the apps directory, which wave 0 depends on) is none: the
+    cutover is done."""
+    waits = {d for k in flux if config.slot_of_cr_file(f"{k.name}.yaml") is not None for d in k.depends_on}
+    found = [k for k in flux if source_dir(k) == posixpath.normpath(config.apps_dir) and k.name not in waits]
     return found[0] if found else None
 
 
@@ -155,7 +163,8 @@ def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
 
 
 def wave_base_entries(
-    data: bytes, entry: ListItem, legacy: FluxKustomization, waves: Sequence[int], config: Config
+    data: bytes, entry: ListItem, legacy: FluxKustomization, waves: Sequence[int], config: Config,
+    rest: Remainder | None = None,
 ) -> bytes:
     """The base kustomization with an entry per wave right after the legacy entry, in its style; the
     legacy entry itself is removed separately.
@@ -166,16 +175,229 @@ def wave_base_entries(
     """
     text = yamledit.item_text(data, entry.path, entry.key, entry.index)
     legacy_file = posixpath.basename(legacy.path)
-    first, _, rest = text.partition("\n")
+    first, _, tail = text.partition("\n")
     commented = re.fullmatch(r"(-\s+\S+)(\s+)#.*", first)
-    for k, n in enumerate(waves):
-        line = yamledit.substitute(commented.group(1) if commented else first,
-                                   {legacy_file: posixpath.basename(config.wave_cr_path(n))})
+    lines: list[tuple[str, str]] = [] if rest is None else [
+        (posixpath.basename(rest.file), f"./{rest.path} (the rest of {legacy.name})")]
+    lines += [(posixpath.basename(config.wave_cr_path(n)),
+               f"./{config.wave_dir(n)} (dependsOn {', '.join(config.wave_depends_on(n)) or 'nothing'})")
+              for n in waves]
+    for k, (file, says) in enumerate(lines):
+        line = yamledit.substitute(commented.group(1) if commented else first, {legacy_file: file})
         if commented:
-            line += (f"{commented.group(2)}# Flux Kustomization -> ./{config.wave_dir(n)} "
-                     f"(dependsOn {', '.join(config.wave_depends_on(n)) or 'nothing'})")
-        data = yamledit.insert_item(data, entry.path, entry.key, f"{line}\n{rest}", after=entry.index + k)
+            line += f"{commented.group(2)}# Flux Kustomization -> {says}"
+        data = yamledit.insert_item(data, entry.path, entry.key, f"{line}\n{tail}", after=entry.index + k)
     return data
+
+
+# ---- what stays: the remainder Kustomization (issue 28, "What to build" 2) -----------------------
+
+REST_SUFFIX = "-rest"
+_REST_HEADER = (
+    "# Written by wave-bot at cutover step 2: what {legacy} applied outside the units that moved into\n"
+    "# waves, applied as before. wave-bot does not regenerate it: yours to edit from now on.\n"
+)
+_GENERATING_KEYS = ("components", "configMapGenerator", "secretGenerator", "generators", "helmCharts",
+                    "helmChartInflationGenerator")
+
+
+@dataclass(frozen=True)
+class Remainder:
+    """Cutover step 2: the Flux Kustomization that keeps applying what the legacy applied outside the
+    declared units. Its spec is the legacy's but for name, path (the legacy's own) and dependsOn
+    (the legacy's); wave 0 depends on it, as the rest is typically the platform the apps need."""
+
+    name: str
+    path: str
+    """Its spec.path: the legacy's apps directory."""
+    file: str
+    """Where its Flux Kustomization is written (the base directory, beside the waves')."""
+    listing: str
+    """The kustomization file it builds: the apps directory's own, edited, or one wave-bot writes."""
+    entries: tuple[str, ...]
+    """What that file lists (relative to `path`)."""
+    written: bool
+    """True: wave-bot wrote `listing` (the controller's generated one minus the units and waves)."""
+
+
+def rest_name(legacy: FluxKustomization, taken: Iterable[str], config: Config) -> str:
+    """`<legacy>-rest`, or `<legacy>-rest-<k>` when a Flux Kustomization (or a file in the base
+    directory) already has that name: never one the repository uses."""
+    used = set(taken)
+    stem = f"{legacy.name[:63 - len(REST_SUFFIX) - 4].rstrip('-.')}{REST_SUFFIX}"
+    candidates = [stem, *(f"{stem}-{k}" for k in range(2, 1000))]
+    return next(c for c in candidates if c not in used and c != legacy.name
+                and config.wave_of_cr_file(f"{c}.yaml") is None)
+
+
+def remainder(tree: Tree, planned: Tree, config: Config, legacy: FluxKustomization, taken: Iterable[str]
+              ) -> tuple[list[Change], Remainder | None]:
+    """What the legacy applied that no wave will, and the edits that keep it applied.
+
+    `planned`: the tree once the units have moved and the legacy's document, the grouping folders'
+    unit entries and the like are gone. With a kustomization of its own, the apps directory keeps it
+    without the entries that named what moved or went (comments and the rest byte for byte); it is
+    deleted when it then lists and generates nothing. Without one, wave-bot writes what
+    kustomize-controller would generate there (`bot.flux.generator`, the one policy) less the wave
+    directories, which the moved units are in. Returns the edits and the remainder (None: nothing
+    is left, and no remainder Kustomization is made).
+    """
+    apps = posixpath.normpath(config.apps_dir)
+    name = rest_name(legacy, [*taken, *(posixpath.splitext(e.name)[0] for e in tree.entries(config.base_dir))],
+                     config)
+    own = find_kustomization(tree, apps)
+    if own is None:
+        slots = [f"{apps}/{e.name}" for e in planned.entries(apps)
+                 if e.kind == "dir" and config.slot_of_dir(e.name) is not None]
+        entries = generated_resources(planned, apps, excluding=slots)
+        if not entries:
+            return [], None
+        listing = f"{apps}/{GENERATED_FILE}"
+        content = yamlio.dump({"apiVersion": KUSTOMIZATION_API, "kind": "Kustomization", "resources": entries},
+                              _REST_HEADER.format(legacy=legacy.name))
+        return [Change("create", listing, content=content)], Remainder(
+            name, apps, f"{config.base_dir}/{name}.yaml", listing, tuple(entries), True)
+    doc = yamlio.load_one(tree.read(own), own)
+    value = doc.value if doc is not None and isinstance(doc.value, dict) else {}
+    resources = value.get("resources")
+    listed = resources if isinstance(resources, list) else []
+    gone = [i for i, ref in enumerate(listed) if isinstance(ref, str) and _goes(tree, planned, apps, ref)]
+    kept = tuple(ref for i, ref in enumerate(listed) if i not in gone)
+    if not kept and not any(key in value for key in _GENERATING_KEYS):
+        return [Change("delete", own)], None
+    edits = removal_changes({own: tree.read(own)}, [ListItem(own, "resources", i) for i in gone]) if gone else []
+    return edits, Remainder(name, apps, f"{config.base_dir}/{name}.yaml", own, tuple(map(str, kept)), False)
+
+
+def _goes(tree: Tree, planned: Tree, apps: str, ref: str) -> bool:
+    """Whether the apps directory's entry `ref` names what the split moves or removes: a path gone
+    from the planned tree, or a directory whose kustomization went (a grouping folder that listed only
+    its units)."""
+    if "://" in ref or ref.startswith(("git@", "github.com/")):
+        return False
+    target = posixpath.normpath(posixpath.join(apps, ref))
+    kind = planned.kind(target)
+    return kind is None or kind == "dir" and has_kustomization(tree, target) and not has_kustomization(
+        planned, target)
+
+
+def rest_cr(rest: Remainder, legacy: FluxKustomization, template: Mapping[str, Any],
+            depends_on: Sequence[str]) -> bytes:
+    """The remainder's Flux Kustomization: the legacy's document but for name, path and dependsOn."""
+    return render.flux_kustomization(rest.name, rest.path, depends_on, template,
+                                     _REST_HEADER.format(legacy=legacy.name))
+
+
+# ---- the safety net: the same objects, each once (issue 28, "What to build" 2) --------------------
+
+ObjectKey = tuple[str, str, str, str]
+"""(cluster, group/kind, namespace, name) of one object a Flux Kustomization applies."""
+
+
+def judged_model(tree: Tree, config: Config, legacy: FluxKustomization, layout: Config | None = None
+                 ) -> tuple[FluxModel, Config]:
+    """The model the safety net judges, and the config it was read with (`layout`: read the other
+    side with the same). A repository of the configured layout without environment overlays names no
+    cluster; then its clusters are the directories holding the Flux Kustomizations no other applies
+    (billimek's `setup/flux/cluster/`). When no cluster reaches the legacy, nothing can be judged:
+    an input error rather than a check that passes on nothing."""
+    if layout is not None:
+        return read_model(tree, layout), layout
+    model = read_model(tree, config)
+    if any(ks.name == legacy.name for ks in model.kustomizations()):
+        return model, config
+    unnamed = dataclasses.replace(config, base_dir=posixpath.join(config.base_dir, ".no-overlays"))
+    model = read_model(tree, unnamed)
+    if any(ks.name == legacy.name for ks in model.kustomizations()):
+        return model, unnamed
+    raise WaveBotError(
+        f"no cluster wave-bot finds applies {legacy.name}, so it cannot check that the split keeps every object "
+        f"{legacy.name} applied applied; step 2 writes nothing it cannot check",
+        path=legacy.path, line=legacy.line,
+        hint="name the cluster directories under overlays: in .wave-bot.yaml (each one's kustomization applies the "
+             f"file holding {legacy.name}), then run wave-bot again")
+
+
+def applied_objects(model: FluxModel, skip: Collection[str]) -> dict[ObjectKey, list[tuple[str, int]]]:
+    """Every object the model's Flux Kustomizations apply -> where each application is written (file,
+    line), one per Kustomization applying it. `skip`: the names of the Flux Kustomizations the cutover
+    replaces (the legacy, the waves, the remainder), whose own objects are expected to change."""
+    out: dict[ObjectKey, list[tuple[str, int]]] = {}
+    for cluster in model.clusters:
+        for _, obj in cluster.objects():
+            rid = obj.id
+            if rid.group == FLUX_GROUP and rid.kind == "Kustomization" and rid.name in skip:
+                continue
+            kind = f"{rid.group}/{rid.kind}" if rid.group else rid.kind
+            out.setdefault((cluster.name, kind, rid.namespace or "", rid.name), []).append((obj.path, obj.line))
+    return out
+
+
+def repathed(tree: Tree, model: FluxModel, moves: Sequence[Change]) -> list[Change]:
+    """The edits that point each Flux Kustomization whose spec.path names a directory this change
+    moves (a unit's child `ks.yaml` naming its `app/`) at the new place: `tier-path-moved`'s fix,
+    which the safety net takes as made (the finding asks for it, naming the line)."""
+    moving = {c.source: c.path for c in moves if c.action == "move" and c.source}
+    edits: dict[str, bytes] = {}
+    for ks in model.kustomizations():
+        if ks.path is None or ks.synthesized or tree.kind(ks.path) is not None:
+            continue
+        unit, moved = _moved(ks.path, moving)
+        if unit is None:
+            continue
+        data = edits.get(ks.file, tree.read(ks.file))
+        lines = data.decode().splitlines(keepends=True)
+        at = ks.line_of("spec", "path") - 1
+        if 0 <= at < len(lines):
+            lines[at] = re.sub(r"^(\s*path:\s*)\S+", rf"\g<1>./{moved}", lines[at], count=1)
+            edits[ks.file] = "".join(lines).encode()
+    return [Change("update", path, content=data) for path, data in sorted(edits.items())]
+
+
+def check_same_objects(before: FluxModel, after: FluxModel, legacy: FluxKustomization, skip: Collection[str]
+                       ) -> None:
+    """Refuse step 2 unless every object the Flux Kustomizations applied before it is applied after it,
+    as often (each once, when it was), and nothing else: the first difference is named. Flux
+    Kustomizations of this cluster are compared by the objects they apply, those the cutover replaces
+    (`skip`) excepted; a build that fails before makes new objects after possible, never duplicates."""
+    failed = {(ks.cluster, ks.key) for ks in before.kustomizations() if ks.build_failure is not None}
+    for ks in after.kustomizations():
+        failure = ks.build_failure
+        if failure is not None and not failure.unsupported and (ks.cluster, ks.key) not in failed:
+            raise WaveBotError(
+                f"after the split the Flux Kustomization {ks.name} (cluster {ks.cluster}) would not build: "
+                f"{failure.message}; step 2 keeps everything {legacy.name} applied applied, or writes nothing",
+                path=failure.path or ks.file, line=failure.line,
+                hint=failure.hint or "make it build without the units that move into waves (a kustomization that "
+                                     "lists or patches a unit), or declare what it needs as units, then run "
+                                     "wave-bot again")
+    was, now = applied_objects(before, skip), applied_objects(after, skip)
+    # A build that failed before applied nothing this time, yet what it applied last time is still in
+    # the cluster: an object new after the split may be one of those, unless it is applied twice.
+    unknown = any(ks.build_failure is not None for ks in before.kustomizations())
+    for key in sorted(set(was) | set(now)):
+        old, new = was.get(key, []), now.get(key, [])
+        if len(old) == len(new) or unknown and len(new) == 1 and not old:
+            continue
+        cluster, kind, namespace, name = key
+        what = f"{kind} {namespace + '/' if namespace else ''}{name}"
+        if len(new) < len(old):
+            path, line = old[0]
+            lost = (f"applied by no Flux Kustomization once {legacy.name} is gone" if not new else
+                    f"applied {len(new)} time(s) after the split and {len(old)} before")
+            raise WaveBotError(
+                f"the split would leave {what} (cluster {cluster}) {lost}: step 2 keeps everything "
+                f"{legacy.name} applied applied, by exactly one Kustomization, or writes nothing",
+                path=path or legacy.path, line=line or None,
+                hint="make what applies it build as before (a kustomization that lists or patches a unit that "
+                     "moves, a path the split removes), or declare it as a unit, then run wave-bot again")
+        path, line = new[0]
+        raise WaveBotError(
+            f"the split would apply {what} (cluster {cluster}) {len(new)} time(s), {len(old)} before: step 2 keeps "
+            f"what Flux applies as it is, each object by exactly one Kustomization, or writes nothing",
+            path=path or legacy.path, line=line or None,
+            hint="list it in one place only (a unit and the rest of the apps directory must not both apply it), "
+                 "then run wave-bot again")
 
 
 def _part(path: str, units: Sequence[str], config: Config) -> str:
@@ -192,48 +414,27 @@ def _part(path: str, units: Sequence[str], config: Config) -> str:
     return path
 
 
-def object_key(rid: ResourceId, loose: bool) -> str:
-    """How `left_behind` tells objects apart: `loose` leaves the namespace out (a legacy with a
-    targetNamespace, which the waves copy: the inventory of each side may place it differently)."""
-    return f"{rid.group}/{rid.kind}/{rid.name}" if loose else str(rid)
-
-
-def left_behind(legacy_objects: Sequence[OwnedResource], applied: set[str], units: Sequence[str],
-                config: Config, loose: bool = False) -> dict[str, int]:
-    """Part of the legacy's tree -> how many of its objects nothing applies once the legacy is gone
-    (`applied`: `object_key` of every object a Flux Kustomization applies then)."""
+def outside_units(inventory: Inventory, legacy: FluxKustomization, units: Sequence[str], config: Config
+                  ) -> dict[str, int]:
+    """Part of the legacy's tree -> how many of its objects are defined under the apps directory
+    outside every declared unit: what the remainder Kustomization keeps applying after step 2."""
+    apps = posixpath.normpath(config.apps_dir)
     out: dict[str, int] = {}
-    for o in legacy_objects:
-        if object_key(o.id, loose) not in applied:
+    for o in inventory.others:
+        if o.owner == legacy.name and o.path.startswith(apps + "/") and not any(
+                o.path == u or o.path.startswith(u + "/") for u in units):
             part = _part(o.path, units, config)
             out[part] = out.get(part, 0) + 1
     return dict(sorted(out.items()))
 
 
-def outside_units(inventory: Inventory, legacy: FluxKustomization, units: Sequence[str], config: Config
-                  ) -> dict[str, int]:
-    """Step 1's view of `left_behind`: the legacy's objects defined under the apps directory outside
-    every declared unit (what the split moves)."""
-    apps = posixpath.normpath(config.apps_dir)
-    mine = [o for o in inventory.others if o.owner == legacy.name and o.path.startswith(apps + "/")
-            and not any(o.path == u or o.path.startswith(u + "/") for u in units)]
-    return left_behind(mine, set(), units, config)
-
-
-def left_behind_error(legacy: FluxKustomization, parts: Mapping[str, int], config: Config) -> WaveBotError:
-    """Step 2 refused: the split would leave what `legacy` applies outside the declared units applied by
-    nothing. Refused rather than given a Kustomization wave-bot makes up: that tree (often the
-    platform: CNI, storage, certificates) needs a name, an order and health checks the user decides."""
+def outside_units_note(legacy: FluxKustomization, parts: Mapping[str, int]) -> str:
+    """Step 1's word on what step 2 does with the parts of the legacy's tree no unit holds."""
     listed = ", ".join(f"{part} ({count} object(s))" for part, count in parts.items())
-    total = sum(parts.values())
-    return WaveBotError(
-        f"the split would leave {total} object(s) {legacy.name} applies outside the declared units applied by no "
-        f"Flux Kustomization once {legacy.name} is gone: {listed}",
-        path=legacy.path, line=legacy.line,
-        hint=f"declare what each holds as units under dependencies (a directory in a grouping folder, a file or "
-             f"directory directly in {config.apps_dir}/) so that it moves into a wave, or move it out of "
-             f"{config.apps_dir}/ into a tree another Flux Kustomization applies "
-             "(a file of a grouping folder: into the unit that needs it), then run wave-bot again")
+    return (f"Outside the declared units {legacy.name} applies {sum(parts.values())} object(s): {listed}. Step 2 "
+            f"keeps them applied by one more Flux Kustomization, {legacy.name}{REST_SUFFIX} (its spec "
+            f"{legacy.name}'s but for name and dependsOn, wave 0 depending on it); declare any of them as units "
+            "to move them into waves instead")
 
 
 def _moved(path: str, moving: Mapping[str, str]) -> tuple[str | None, str]:
@@ -351,13 +552,31 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
     )
 
 
+def _where_parts_go(c: Cutover, config: Config, units: Mapping[Slot, Sequence[str]], rest: Remainder | None) -> str:
+    """Where every part of the legacy's tree goes: each wave's units, and the remainder."""
+    waves = "; ".join(f"into {config.wave_dir(n)}/ ({config.wave_cr_name(n)}): "
+                      f"{', '.join(posixpath.basename(p) for p in paths)}" for n, paths in units.items())
+    if rest is None:
+        return f"{waves}; nothing else: every part of {c.legacy.name}'s tree is in a unit"
+    shown = ", ".join(rest.entries[:12]) + (f" and {len(rest.entries) - 12} more" if len(rest.entries) > 12 else "")
+    how = (f"written by wave-bot: what kustomize-controller generated for ./{rest.path} without the moved units"
+           if rest.written else f"{c.legacy.name}'s own, without the entries of what moved")
+    return (f"{waves}; the rest stays applied by {rest.name} ({rest.file}, path ./{rest.path}, dependsOn "
+            f"what {c.legacy.name} depended on; wave 0 depends on it), which builds {rest.listing} ({how}): {shown}")
+
+
 def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequence[int],
-                   template_source: str = "", file_kept: bool = False) -> Finding:
+                   template_source: str = "", file_kept: bool = False, rest: Remainder | None = None,
+                   units: Mapping[Slot, Sequence[str]] | None = None) -> Finding:
     name = c.legacy.name
-    template = (f"each a copy of {name} from {c.legacy.path} but for name, path and dependsOn, with prune: true"
-                if template_source in ("", c.legacy.path) else f"generated from {template_source} as the template")
+    copies = f"the waves{' and ' + rest.name if rest else ''}"
+    template = (f"{copies} each a copy of {name} from {c.legacy.path} but for name, path and dependsOn, with prune: "
+                "true" if template_source in ("", c.legacy.path) else f"generated from {template_source} as the "
+                                                                         "template")
     kept = (" (the file keeps its other documents, and its base entry stays)" if file_kept
             else " (the file with it, and its base entry)")
+    listing = (f"{config.apps_dir}/kustomization.yaml (if any) and each grouping folder's lose the entries of "
+               "what moved (a file left listing nothing goes)")
     stateful = stateful_objects(inventory, c.legacy, config)
     checks = [f"kubectl get {o.id.kind.lower()}{'.' + o.id.group if o.id.group else ''} "
               f"{'-n ' + o.id.namespace + ' ' if o.id.namespace else ''}{o.id.name}" for o in stateful]
@@ -371,12 +590,11 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
         code="cutover-step-2",
         severity="info",
         message=f"cutover step 2 of 2: {name} is deployed without pruning on removal (according to {c.deployed}), "
-                f"so this change splits the app tier at once: every manifest moves byte for byte into waves "
-                f"{', '.join(map(str, waves))} ({template}), "
-                f"and {name}'s document in {c.legacy.path}{kept}, {config.apps_dir}/kustomization.yaml (and each "
-                f"grouping folder's units' entries in its kustomization: the units take what it did to them "
-                f"along) and the overlay "
-                f"patches (and patch files) only {name} matched are removed. On merge Flux deletes {name} "
+                f"so this change splits the app tier at once: every unit moves byte for byte into waves "
+                f"{', '.join(map(str, waves))} ({template}): {_where_parts_go(c, config, units or {}, rest)}. "
+                f"{name}'s document in {c.legacy.path}{kept} and the overlay patches (and patch files) only {name} "
+                f"matched are removed; {listing}. Every object {name} applied is applied after the split by exactly "
+                f"one Flux Kustomization (checked before writing). On merge Flux deletes {name} "
                 "without deleting anything it applied, and the waves adopt every object in place. Next: merge, "
                 "then verify with the commands in the fix (waves Ready, databases and PVCs with their original "
                 "age, labels moved to the waves)",
@@ -389,7 +607,9 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 
 __all__ = [
-    "Cutover", "check_references_kept", "check_wave_roots", "cutover", "left_behind",
-    "left_behind_error", "legacy_document", "legacy_kustomization", "legacy_template", "object_key", "outside_units",
-    "release_change", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding", "wave_base_entries",
+    "REST_SUFFIX", "Cutover", "ObjectKey", "Remainder", "applied_objects", "check_references_kept",
+    "check_same_objects", "check_wave_roots", "cutover", "judged_model", "legacy_document",
+    "legacy_kustomization", "legacy_template", "outside_units", "outside_units_note", "release_change", "remainder",
+    "repathed", "rest_cr", "rest_name", "retire_change", "stateful_objects", "step_1_finding", "step_2_finding",
+    "wave_base_entries",
 ]

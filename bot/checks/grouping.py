@@ -64,8 +64,6 @@ class Regroup:
     kustomizations created at their new place."""
     given: frozenset[str]
     """Units (their current path) that get a kustomization: their wave lists the directory."""
-    kept: frozenset[str] = frozenset()
-    """Files of a grouping folder its kustomization still lists: no unit's, yet applied where they are."""
     compare: tuple[tuple[str, int, str, str], ...] = ()
     """(group kustomization, the line listing the unit, unit now, unit then): the objects the group
     built from the unit, and what the unit's new kustomization must build."""
@@ -90,7 +88,6 @@ def regroup(tree: Tree, config: Config, files: Sequence[AppFile], edited: Mappin
 
     changes: list[Change] = []
     given: set[str] = set()
-    kept: set[str] = set()
     compare: list[tuple[str, int, str, str]] = []
     problems: list[WaveBotError] = []
     for folder, units in sorted(_unit_folders(files, config).items()):
@@ -105,11 +102,10 @@ def regroup(tree: Tree, config: Config, files: Sequence[AppFile], edited: Mappin
         if done is not None:
             changes += done.changes
             given |= done.given
-            kept |= done.kept
             compare += done.compare
     if problems:
         raise all_of(problems)
-    return Regroup(tuple(changes), frozenset(given), frozenset(kept), tuple(compare))
+    return Regroup(tuple(changes), frozenset(given), tuple(compare))
 
 
 def all_of(problems: Sequence[WaveBotError]) -> WaveBotError:
@@ -222,9 +218,7 @@ def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile], read: Ca
         _component_role(tree, posixpath.normpath(posixpath.join(folder, ref)))[0]
         for ref in (components if isinstance(components, list) else []) if isinstance(ref, str))
     changes.insert(0, Change("update", own, content=rest) if keeps else Change("delete", own))
-    gone_set = set(gone)
-    kept = {posixpath.normpath(posixpath.join(folder, ref)) for i, ref in enumerate(resources) if i not in gone_set}
-    return Regroup(tuple(changes), frozenset(given), frozenset(kept) if keeps else frozenset(), tuple(compare))
+    return Regroup(tuple(changes), frozenset(given), tuple(compare))
 
 
 def _carry(data: bytes, path: str, group: Mapping[str, Any], own: str, line: int, transforms: Sequence[str],

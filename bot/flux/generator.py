@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Collection
 
 from bot.kustomize.spec import KUSTOMIZATION_FILES
 from bot.repo.tree import Entry, Kind, Tree
@@ -48,15 +49,21 @@ def _ignored(entry: Entry) -> bool:
     return any(fnmatch.fnmatchcase(entry.name, pattern) for pattern in _IGNORED_FILES)
 
 
-def generated_resources(tree: Tree, directory: str) -> list[str]:
-    """What the generated kustomization of `directory` lists, relative to it, in the controller's order."""
+def generated_resources(tree: Tree, directory: str, excluding: Collection[str] = ()) -> list[str]:
+    """What the generated kustomization of `directory` lists, relative to it, in the controller's order.
+
+    `excluding`: repository paths (files or directories) the walk passes over, as if they were not
+    there (cutover step 2 lists the rest of the legacy's tree without the wave directories)."""
     out: list[str] = []
+    skipped = frozenset(excluding)
 
     def visit(path: str, rel: str) -> None:
         for entry in tree.entries(path):  # sorted by name: Go's filepath.Walk order
             if _ignored(entry) or entry.kind == "link":
                 continue
             child, child_rel = (f"{path}/{entry.name}" if path else entry.name), f"{rel}{entry.name}"
+            if child in skipped:
+                continue
             if entry.kind == "dir":
                 if has_kustomization(tree, child):
                     out.append(child_rel)

@@ -73,14 +73,19 @@ def wave_cr(n: Slot, template: Mapping[str, Any], config: Config) -> bytes:
     A side branch's (`apps-wave-N-side.yaml`) is the same but for its name and path: it depends on
     what wave N depends on, so it starts after what its units need.
     """
-    depends = list(config.wave_depends_on(n))
-    metadata = {"name": config.wave_cr_name(n), **copy.deepcopy(dict(template.get("metadata") or {}))}
+    return flux_kustomization(config.wave_cr_name(n), config.wave_dir(n), config.wave_depends_on(n), template, HEADER)
+
+
+def flux_kustomization(name: str, path: str, depends_on: Iterable[str], template: Mapping[str, Any],
+                       header: str) -> bytes:
+    """A Flux Kustomization that is `template` but for its name, path and dependsOn."""
+    metadata = {"name": name, **copy.deepcopy(dict(template.get("metadata") or {}))}
     spec = {
-        "dependsOn": [{"name": name} for name in depends],
-        "path": f"./{config.wave_dir(n)}",
+        "dependsOn": [{"name": dep} for dep in depends_on],
+        "path": f"./{path}",
         **copy.deepcopy(dict(template.get("spec") or {})),
     }
-    return yamlio.dump({"apiVersion": FLUX_API, "kind": "Kustomization", "metadata": metadata, "spec": spec}, HEADER)
+    return yamlio.dump({"apiVersion": FLUX_API, "kind": "Kustomization", "metadata": metadata, "spec": spec}, header)
 
 
 def resolve_template(tree: Tree, config: Config) -> tuple[Mapping[str, Any], str]:

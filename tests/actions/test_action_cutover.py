@@ -679,8 +679,8 @@ def test_a_wave_that_would_depend_on_a_kustomization_the_repository_lacks_is_an_
 # ---- nothing the legacy applied is left behind (issue 28, item 2) ----------------------------------
 
 
-def test_step_2_refuses_to_leave_what_no_unit_holds_applied_by_nothing_and_step_1_says_so(
-    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+def test_what_no_unit_holds_stays_applied_by_a_remainder_that_wave_0_depends_on(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
 ) -> None:
     # apps/ also applies a directory no declared unit is in (a platform piece living in the app tree).
     write_files(flat_repo, {
@@ -690,23 +690,79 @@ def test_step_2_refuses_to_leave_what_no_unit_holds_applied_by_nothing_and_step_
                                   "  namespace: flux-system\n",
     })
     listing = flat_repo / "apps/kustomization.yaml"
-    listing.write_text(listing.read_text() + "  - infra\n")
+    listing.write_text(listing.read_text() + "  - infra # the issuer, not an app\n")
     git(flat_repo, "add", "-A")
     git(flat_repo, "commit", "-q", "-m", "apps applies infra/ too")
+    legacy = documents(build_ok(kubectl, flat_repo / "apps"))
     code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
     assert code == 0
     (step_1,) = by_code(out, "cutover-step-1")
-    assert "Step 2 will stop: the split would leave 1 object(s) apps applies outside the declared units" in (
-        step_1["message"])
-    assert "apps/infra/ (1 object(s))" in step_1["message"]
+    assert "Outside the declared units apps applies 1 object(s): apps/infra/ (1 object(s)). Step 2 keeps them " \
+           "applied by one more Flux Kustomization, apps-rest" in step_1["message"]
     git(flat_repo, "commit", "-q", "-am", "step 1: release apps")
+    before = overlays_build(flat_repo, kubectl)
+    code, out = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0, out
+    # apps/kustomization.yaml stays, comments and all, without the units that moved into waves.
+    assert listing.read_text() == ("# The app tier: everything the `apps` Flux Kustomization applies.\n"
+                                   "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+                                   "  - infra # the issuer, not an app\n")
+    rest = (flat_repo / "clusters/base/apps-rest.yaml").read_text()
+    from ruamel.yaml import YAML
+
+    rest_doc, legacy_doc = YAML(typ="safe").load(rest), YAML(typ="safe").load(
+        git(flat_repo, "show", "HEAD:clusters/base/apps.yaml"))
+    assert rest_doc["metadata"] == {**legacy_doc["metadata"], "name": "apps-rest"}
+    assert rest_doc["spec"] == {**legacy_doc["spec"], "prune": True, "path": "./apps"}  # dependsOn: the legacy's
+    wave_0 = YAML(typ="safe").load((flat_repo / "clusters/base/apps-wave-0.yaml").read_text())
+    assert wave_0["spec"]["dependsOn"] == [{"name": "apps-rest"}]
+    base = (flat_repo / "clusters/base/kustomization.yaml").read_text()
+    assert "  - apps-rest.yaml # Flux Kustomization -> ./apps (the rest of apps)\n" in base
+    # What the remainder builds is what apps built, but the units: the issuer alone.
+    built = documents(build_ok(kubectl, flat_repo / "apps"))
+    assert built == [d for d in legacy if "name: issuer\n" in d] and len(built) == 1
+    (step_2,) = by_code(out, "cutover-step-2")
+    assert ("the rest stays applied by apps-rest (clusters/base/apps-rest.yaml, path ./apps, dependsOn what apps "
+            "depended on; wave 0 depends on it), which builds apps/kustomization.yaml (apps's own, without the "
+            "entries of what moved): infra") in step_2["message"]
+    # Every overlay still builds, with apps-rest where apps was; the next run changes nothing.
+    after = overlays_build(flat_repo, kubectl)
+    for overlay in after:
+        assert "name: apps-rest\n" in after[overlay] and "name: apps\n" in before[overlay]
+    git(flat_repo, "add", "-A")
+    git(flat_repo, "commit", "-q", "-m", "step 2: the split")
+    code, again = run(flat_repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and again["changes"] == [] and not by_code(again, "cutover-step-2")
+
+
+def test_a_split_that_would_change_what_flux_applies_is_refused_naming_the_first_difference(
+    flat_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # apps/kustomization.yaml applies infra/ and patches plex's Deployment: once plex is in its wave,
+    # the patch has nothing to patch, and the remainder does not build: what it applied would be
+    # applied by nothing. The safety net refuses, naming the line, the tree unchanged.
+    write_files(flat_repo, {
+        "apps/infra/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                         "resources: [issuer.yaml]\n",
+        "apps/infra/issuer.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: issuer\n"
+                                  "  namespace: flux-system\n",
+        "apps/plex-replicas.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: plex\n"
+                                   "  namespace: plex\nspec:\n  replicas: 0\n",
+    })
+    listing = flat_repo / "apps/kustomization.yaml"
+    listing.write_text(listing.read_text() + "  - infra\npatches:\n  - path: plex-replicas.yaml\n")
+    apps = flat_repo / "clusters/base/apps.yaml"
+    apps.write_text(apps.read_text().replace("prune: true", "prune: false"))
+    git(flat_repo, "add", "-A")
+    git(flat_repo, "commit", "-q", "-m", "apps applies infra/ and scales plex down; step 1 released it")
     before = snapshot(flat_repo)
     capsys.readouterr()
     code = main(["apply", str(flat_repo), "--base", "HEAD", "--fix-overlays"])
     err = capsys.readouterr().err
     assert code == 2 and snapshot(flat_repo) == before
-    assert err.startswith("wave-bot: error: clusters/base/apps.yaml:")
-    assert "apps/infra/ (1 object(s))" in err and "declare what each holds as units under dependencies" in err
+    assert err.startswith("wave-bot: error: apps/plex-replicas.yaml:"), err
+    assert ("after the split the Flux Kustomization apps-rest (cluster clusters/dev) would not build: patches[0]: no "
+            "object in the build matches the strategic-merge patch for Deployment plex/plex") in err
 
 
 # ---- never a layout that does not build (issue 28, items 4 and 5) ----------------------------------

@@ -346,3 +346,153 @@ def test_once_the_app_tier_is_empty_and_deployed_every_wave_goes(
     assert not list((example_repo / "apps").glob("wave-*")) and "- apps-wave-" not in (
         example_repo / "clusters/base/kustomization.yaml").read_text()
     builds(example_repo, kubectl)
+
+
+# ---- cutover step 2 leaves nothing behind: the remainder and the safety net (issue 28, 2 and 3) -------
+
+MONOLITH_KS = (
+    "# The whole cluster: one Kustomization for ./kubernetes.\n"
+    "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: repositories\n"
+    "  namespace: flux-system\nspec:\n  interval: 1h\n  path: ./repositories\n  prune: true\n"
+    "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+    "---\n"
+    "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: cluster-apps\n"
+    "  namespace: flux-system\n  labels:\n    tier: apps\nspec:\n  interval: 30m\n  path: ./kubernetes\n"
+    "  prune: false  # released: step 1 is deployed\n  wait: true\n  dependsOn:\n    - name: repositories\n"
+    "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+)
+
+
+def configmap(name: str, namespace: str) -> str:
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\n"
+
+
+def monolith_repo(make_repo: Any, extra: dict[str, str] | None = None) -> Path:
+    """A billimek-shaped monolith: `cluster-apps` (beside another document in its file) applies all of
+    ./kubernetes, which has no kustomization (Flux generates one). Two apps in a grouping folder are
+    declared; a loose file, the folder's Namespace and an infrastructure directory with its own
+    kustomization are in no unit."""
+    return make_repo({
+        ".wave-bot.yaml": "apps_dir: kubernetes\nbase_dir: cluster\ndependencies:\n  plex: []\n  sonarr: [plex]\n",
+        "cluster/cluster.yaml": MONOLITH_KS,
+        "repositories/helm.yaml": configmap("charts", "flux-system"),
+        "kubernetes/default/plex/plex.yaml": configmap("plex", "default"),
+        "kubernetes/default/plex/config/settings.yaml": configmap("plex-settings", "default"),
+        "kubernetes/default/sonarr/sonarr.yaml": configmap("sonarr", "default"),
+        "kubernetes/default/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: default\n",
+        "kubernetes/cluster-settings.yaml": configmap("cluster-settings", "flux-system"),
+        "kubernetes/infra/cert-manager/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+                                                            "kind: Kustomization\nresources:\n  - issuer.yaml\n",
+        "kubernetes/infra/cert-manager/issuer.yaml": configmap("issuer", "cert-manager"),
+        "kubernetes/infra/cert-manager/unlisted.yaml": configmap("unlisted", "cert-manager"),
+        **(extra or {}),
+    })
+
+
+def ids(built: str) -> list[tuple[str, str, str]]:
+    import yaml
+
+    return sorted((d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])
+                  for d in yaml.safe_load_all(built) if d)
+
+
+def test_step_2_keeps_what_no_unit_holds_applied_by_a_remainder_that_wave_0_depends_on(
+    make_repo: Any, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, tmp_path: Path
+) -> None:
+    repo = monolith_repo(make_repo)
+    # What cluster-apps applies, as the controller builds ./kubernetes without a kustomization:
+    # every YAML file, infra/cert-manager/ as its own build (so unlisted.yaml is not applied).
+    generated = tmp_path / "generated"
+    import shutil
+
+    shutil.copytree(repo / "kubernetes", generated)
+    write_files(generated, {"kustomization.yaml": "resources:\n  - cluster-settings.yaml\n  - default/namespace.yaml\n"
+                            "  - default/plex/config/settings.yaml\n  - default/plex/plex.yaml\n"
+                            "  - default/sonarr/sonarr.yaml\n  - infra/cert-manager\n"})
+    legacy = ids(kubectl(generated).stdout)
+    assert len(legacy) == 6
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    # The remainder's listing: the rest of what the controller generated, the units and waves left out.
+    assert (repo / "kubernetes/kustomization.yaml").read_text().endswith(
+        "resources:\n  - cluster-settings.yaml\n  - default/namespace.yaml\n  - infra/cert-manager\n")
+    rest = kubectl(repo / "kubernetes")
+    assert rest.returncode == 0, rest.stderr
+    units = [("ConfigMap", "default", "plex"), ("ConfigMap", "default", "plex-settings"),
+             ("ConfigMap", "default", "sonarr")]
+    assert ids(rest.stdout) == [i for i in legacy if i not in units]
+    waves = [i for n in (0, 1) for i in ids(kubectl(repo / f"kubernetes/wave-{n}").stdout)]
+    assert sorted(waves + ids(rest.stdout)) == legacy  # every object once
+    # Its Flux Kustomization: cluster-apps's document but for name and path (its own) and dependsOn.
+    import yaml
+
+    old = list(yaml.safe_load_all(MONOLITH_KS))[1]
+    doc = yaml.safe_load((repo / "cluster/cluster-apps-rest.yaml").read_text())
+    assert doc["metadata"] == {**old["metadata"], "name": "cluster-apps-rest"}
+    assert doc["spec"] == {**old["spec"], "prune": True}
+    wave_0 = yaml.safe_load((repo / "cluster/apps-wave-0.yaml").read_text())
+    assert wave_0["spec"]["dependsOn"] == [{"name": "cluster-apps-rest"}]
+    # The legacy's file keeps its other document, byte for byte.
+    assert (repo / "cluster/cluster.yaml").read_text() == MONOLITH_KS.split("---\n")[0]
+    (step,) = codes(out)["cutover-step-2"]
+    assert ("into kubernetes/wave-0/ (apps-wave-0): plex; into kubernetes/wave-1/ (apps-wave-1): sonarr; the rest "
+            "stays applied by cluster-apps-rest (cluster/cluster-apps-rest.yaml, path ./kubernetes") in step["message"]
+    assert "cluster-settings.yaml, default/namespace.yaml, infra/cert-manager" in step["message"]
+    assert not [f for f in out["findings"] if f["severity"] == "error"]
+    # Merged, the next run is the steady state: the remainder is no legacy to cut over again.
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "step 2")
+    code, again = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0 and again["changes"] == [] and "cutover-step-2" not in codes(again)
+    assert run(repo, capsys, "check", "--base", "HEAD")[0] == 0
+
+
+def test_the_remainder_never_takes_a_name_the_repository_uses(
+    make_repo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    taken = MONOLITH_KS.split("---\n")[0].replace("name: repositories", "name: cluster-apps-rest")
+    repo = monolith_repo(make_repo, {"cluster/cluster.yaml": MONOLITH_KS.replace(
+        "name: repositories", "name: cluster-apps-rest")})
+    code, _ = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    import yaml
+
+    doc = yaml.safe_load((repo / "cluster/cluster-apps-rest-2.yaml").read_text())
+    assert doc["metadata"]["name"] == "cluster-apps-rest-2"
+    assert doc["spec"]["dependsOn"] == [{"name": "cluster-apps-rest"}]
+    assert (repo / "cluster/cluster.yaml").read_text() == taken
+
+
+def test_without_anything_outside_the_units_there_is_no_remainder(
+    make_repo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = monolith_repo(make_repo)
+    git(repo, "rm", "-rq", "kubernetes/infra", "kubernetes/cluster-settings.yaml", "kubernetes/default/namespace.yaml")
+    git(repo, "commit", "-qm", "only the apps")
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert not (repo / "kubernetes/kustomization.yaml").exists() and not (repo / "cluster/cluster-apps-rest.yaml"
+                                                                          ).exists()
+    assert "dependsOn:\n    - name: repositories\n" in (repo / "cluster/apps-wave-0.yaml").read_text()
+    (step,) = codes(out)["cutover-step-2"]
+    assert "nothing else: every part of cluster-apps's tree is in a unit" in step["message"]
+
+
+def test_a_split_that_would_change_what_flux_applies_is_refused_naming_the_first_difference(
+    make_repo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # kubernetes/kustomization.yaml puts everything it lists into `media`: once plex and sonarr are in
+    # their waves nothing does, so Flux would apply other objects (default/plex, not media/plex).
+    repo = monolith_repo(make_repo, {
+        "kubernetes/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                         "namespace: media\nresources:\n  - cluster-settings.yaml\n"
+                                         "  - default/plex/plex.yaml\n  - default/plex/config/settings.yaml\n"
+                                         "  - default/sonarr/sonarr.yaml\n",
+    })
+    before = snapshot(repo)
+    capsys.readouterr()
+    code = main(["apply", str(repo), "--base", "HEAD", "--fix-overlays"])
+    err = capsys.readouterr().err
+    assert code == 2 and snapshot(repo) == before
+    assert err.startswith("wave-bot: error: kubernetes/wave-0/default/plex/plex.yaml:1: the split would apply "
+                          "ConfigMap default/plex (cluster cluster) 1 time(s), 0 before"), err

@@ -6,6 +6,7 @@ kustomize` (a directory without a kustomization built as kustomize-controller ge
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import shutil
 from collections.abc import Callable
@@ -509,12 +510,6 @@ def test_the_cutover_replaces_the_grouping_folders_kustomizations(
       "kustomization.yaml lists)",
       "  hint: make apps/media/radarr/kustomization.yaml list exactly what this file applies of radarr/ "
       "(app/pvc.yaml) and list only ./radarr here, then run wave-bot again"]),
-    # a folder's file listed from one level further down stays in the folder: applied by nothing once
-    # `apps` is gone (until a Kustomization for the rest applies it)
-    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n  - ./x/namespace.yaml\n",
-      "apps/media/x/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: media\n"},
-     ["clusters/base/apps.yaml:3: the split would leave 1 object(s) apps applies outside the declared units",
-      "apps/media/x/ (1 object(s))"]),
     # a group's patch file: carried along, it would resolve from elsewhere
     ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\npatches:\n"
                                        "  - path: patch.yaml\n",
@@ -523,7 +518,7 @@ def test_the_cutover_replaces_the_grouping_folders_kustomizations(
       "hint: write the patches inline"]),
     ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources: [./sonarr, ./radarr\n"},
      ["apps/media/kustomization.yaml:4: invalid YAML"]),
-], ids=["part-of-a-unit-with-its-own", "only-a-file-of-a-unit-with-its-own", "below-the-folder", "patch-file",
+], ids=["part-of-a-unit-with-its-own", "only-a-file-of-a-unit-with-its-own", "patch-file",
         "invalid-yaml"])
 def test_a_grouping_kustomization_the_split_would_change_is_an_input_error(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], files: dict[str, str],
@@ -561,21 +556,53 @@ def test_the_hint_for_a_grouping_kustomization_the_split_would_change_lets_it_th
     split_replaces_the_grouping_kustomization(repo, capsys)
 
 
-def test_a_grouping_kustomization_listing_what_the_waves_will_goes_with_the_split(
+@pytest.mark.parametrize(("files", "kept"), [
+    ({"apps/db/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./postgres  # the database\n"
+                                    "  - ../../infrastructure\n"},
+     ("apps/db/kustomization.yaml", KUSTOMIZE + "resources:\n  - ../../infrastructure\n")),
+    # a folder's file listed from one level further down
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n  - ./x/namespace.yaml\n",
+      "apps/media/x/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: media\n"},
+     ("apps/media/kustomization.yaml", KUSTOMIZE + "resources:\n  - ./x/namespace.yaml\n")),
+], ids=["outside", "below-the-folder"])
+def test_a_grouping_kustomization_keeps_what_is_in_no_unit_and_the_remainder_applies_it(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl,
+        files: dict[str, str], kept: tuple[str, str]) -> None:
+    # The group lists something besides its units: its entry stays where it is (the units' entries
+    # go), and the remainder Kustomization, which wave 0 depends on, applies the folder as before.
+    repo = grouped_repo(make_repo, files)
+    folder = posixpath.dirname(kept[0])
+    before = built_documents(kubectl, repo / folder)
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    path, text = kept
+    assert (repo / path).read_text() == text
+    assert (repo / "apps/kustomization.yaml").read_text().endswith(
+        f"resources:\n  - {posixpath.basename(folder)}\n")
+    assert [d for d in before if "kind: Kustomization" not in d] == built_documents(kubectl, repo / folder)
+    rest = yaml.safe_load((repo / "clusters/base/apps-rest.yaml").read_text())
+    assert rest["spec"]["path"] == "./apps" and rest["spec"]["dependsOn"] == [{"name": "infrastructure"}]
+    assert yaml.safe_load((repo / "clusters/base/apps-wave-0.yaml").read_text())["spec"]["dependsOn"] == [
+        {"name": "apps-rest"}]
+    (step,) = [f for f in out["findings"] if f["code"] == "cutover-step-2"]
+    assert "the rest stays applied by apps-rest (clusters/base/apps-rest.yaml, path ./apps" in step["message"]
+
+
+def test_a_grouping_kustomization_listing_a_file_of_its_own_keeps_it_and_loses_the_units(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
     # radarr has no kustomization of its own: listed file by file as its wave will list it, nothing
-    # changes. A file of the folder itself is no input error: unplaced-file says where it must go.
+    # changes. The folder's own Namespace stays listed there, applied by the remainder.
     repo = grouped_repo(make_repo, {
         "apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - namespace.yaml\n  - ./sonarr\n"
                                          "  - radarr/ks.yaml\n  - ./radarr/app\n",
         "apps/media/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: media\n",
     }, ("apps/media/radarr/kustomization.yaml",))
-    # Its Namespace is in no unit: once `apps` is gone nothing would apply it, so the split waits.
-    before = snapshot(repo)
-    capsys.readouterr()
-    assert main(["apply", str(repo), "--base", "HEAD", "--fix-overlays"]) == 2 and snapshot(repo) == before
-    err = capsys.readouterr().err
-    assert "apps/media/namespace.yaml (1 object(s))" in err
+    code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
+    assert code == 0
+    assert (repo / "apps/media/kustomization.yaml").read_text() == KUSTOMIZE + "resources:\n  - namespace.yaml\n"
+    assert not [f for f in out["findings"] if f["code"] == "unplaced-file" and f["severity"] != "info"]
+    git(repo, "reset", "-q", "--hard")
+    # Moved into the unit that needs it instead, the group lists nothing else and goes.
     (repo / "apps/media/namespace.yaml").rename(repo / "apps/media/sonarr/namespace.yaml")
     media = repo / "apps/media/kustomization.yaml"
     media.write_text(media.read_text().replace("  - namespace.yaml\n", ""))
