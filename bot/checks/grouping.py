@@ -214,7 +214,13 @@ def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile], read: Ca
     for index in gone:
         rest = yamledit.remove_item(rest, own, "resources", index)
     left = len(resources) - len(gone)
-    keeps = left > 0 or any(k in value for k in ADDING if k not in ("generatorOptions", "helmGlobals")) or any(
+    # It stays while the folder holds anything besides the units that leave: without it, what applies
+    # the folder then (the remainder's generated listing) would take every file and kustomization
+    # directory there (a Component listed as a resource, a file the group never listed).
+    others = [e.name for e in tree.entries(folder)
+              if e.name != posixpath.basename(own) and not (e.name in units and units[e.name].moves)]
+    keeps = left > 0 or bool(others) or any(k in value for k in ADDING if k not in ("generatorOptions",
+                                                                                    "helmGlobals")) or any(
         _component_role(tree, posixpath.normpath(posixpath.join(folder, ref)))[0]
         for ref in (components if isinstance(components, list) else []) if isinstance(ref, str))
     changes.insert(0, Change("update", own, content=rest) if keeps else Change("delete", own))

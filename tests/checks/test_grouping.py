@@ -71,6 +71,16 @@ def applied(repo: Path, kubectl: Kubectl, roots: list[str]) -> Counter[str]:
     return seen
 
 
+def flux_roots(repo: Path) -> list[str]:
+    """The spec.path of every Flux Kustomization in clusters/base: the waves and what else applies the tier."""
+    out = []
+    for path in sorted((repo / "clusters/base").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") == "Kustomization" and doc["apiVersion"].startswith("kustomize.toolkit"):
+                out.append(doc["spec"]["path"])
+    return out
+
+
 GROUPED = {
     "apps/team/kustomization.yaml": KUSTOMIZE + "namespace: team\n\ncomponents:\n  - ../../components/shared\n"
                                     "  - ../../components/labels\n\nresources:\n  - ./namespace.yaml\n"
@@ -99,18 +109,7 @@ def test_units_leave_a_group_with_its_namespace_and_the_group_keeps_what_it_adds
     repo = make_repo({**base("dependencies:\n  web: []\n  api: [web]\n"), **GROUPED})
     before = applied(repo, kubectl, ["apps/team"])
     originals = {p: (repo / p).read_text() for p in ("apps/team/web/ks.yaml", "apps/team/api/ks.yaml")}
-    tree = snapshot(repo)
     code, out, err = run(repo, capsys)
-    if code == 2 and "outside the declared units" in err:
-        # What stays in the group (its Namespace, the Secret its component adds) is applied by the
-        # Kustomization for the rest of the legacy's tree (branch `rest`); until then step 2 refuses
-        # with exactly those, and nothing of the units: they left with everything else.
-        assert snapshot(repo) == tree
-        # (The Secret is not among them yet: the legacy's inventory leaves out what group components add,
-        # issue 28 item 8.)
-        assert "apps/team/namespace.yaml (1 object(s))" in err and "apps/team/web" not in err, err
-        assert "apps/team/api" not in err and "components/labels" not in err, err
-        pytest.xfail("the group's own objects need the remainder Kustomization (branch rest)")
     assert code == 0, err
     assert [f for f in out["findings"] if f["severity"] == "error"] == []
     # Each unit got a kustomization of its own: the group's namespace and transforming component,
@@ -128,7 +127,8 @@ def test_units_leave_a_group_with_its_namespace_and_the_group_keeps_what_it_adds
     assert group["resources"] == ["./namespace.yaml"] and group["components"][0] == "../../components/shared"
     # What the waves and the group apply is what apps applied, each object once, the child
     # Kustomizations the same objects (namespace team, name), their spec.path building the same.
-    after = applied(repo, kubectl, ["apps/wave-0", "apps/wave-1", "apps/team"])
+    after = applied(repo, kubectl, flux_roots(repo))
+    assert sorted(flux_roots(repo)) == ["./apps", "./apps/wave-0", "./apps/wave-1"]  # the rest, and the waves
     assert after == before and max(after.values()) == 1
 
 
@@ -150,7 +150,7 @@ def test_a_unit_with_its_own_kustomization_takes_the_groups_namespace_into_it(
     # api's own kustomization keeps every byte and gains the group's fields at its end.
     assert (repo / "apps/wave-1/team/api/kustomization.yaml").read_text() == (
         own + "namespace: team\ncomponents:\n  - ../../../../components/labels\n")
-    assert applied(repo, kubectl, ["apps/wave-0", "apps/wave-1"]) == before
+    assert applied(repo, kubectl, flux_roots(repo)) == before
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "step 2")
     capsys.readouterr()
@@ -222,6 +222,8 @@ def test_a_directory_used_as_a_component_is_never_a_unit(
     assert code == 0, err
     assert not [f for f in out["findings"] if f["code"] == "unplaced-file"]
     assert (repo / "apps/team/labels/kustomization.yaml").is_file()
+    # The group keeps its kustomization, listing nothing now: the folder still holds the component.
+    assert yaml.safe_load((repo / "apps/team/kustomization.yaml").read_text())["resources"] == []
     assert yaml.safe_load((repo / "apps/wave-0/team/web/kustomization.yaml").read_text())["components"] == [
         "../../../team/labels"]
-    assert applied(repo, kubectl, ["apps/wave-0", "apps/wave-1"]) == before
+    assert applied(repo, kubectl, flux_roots(repo)) == before
