@@ -182,18 +182,11 @@ def controller_listing(directory: Path) -> list[str]:
     return out
 
 
-def everything_applied(repo: Path, kubectl: Kubectl) -> Counter[Id]:
-    """What every Flux Kustomization (GitRepository source) applies: its spec.path built by kubectl
-    kustomize, with the kustomization the controller generates written first (in a scratch copy) where
-    the directory has none, so files the YAML reader here would misread count as Flux counts them."""
-    total: Counter[Id] = Counter()
-    for ids in applied_by_each(repo, kubectl).values():
-        total.update(ids)
-    return total
-
-
 def applied_by_each(repo: Path, kubectl: Kubectl) -> dict[str, list[Id]]:
-    """Flux Kustomization name -> what it applies (sorted), built as `everything_applied` says."""
+    """Flux Kustomization (GitRepository source) name -> what it applies (sorted): its spec.path built by
+    kubectl kustomize, with the kustomization the controller generates written first (in a scratch
+    copy) where the directory has none, so files the YAML reader here would misread count as Flux
+    counts them."""
     named = {name: _spec_dir(doc) for name, (_, doc) in flux_kustomizations(repo).items()
              if ((doc.get("spec") or {}).get("sourceRef") or {}).get("kind") == "GitRepository"
              and (repo / _spec_dir(doc)).is_dir()}
@@ -240,8 +233,12 @@ def run_the_cutover(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kub
     assert realrepos.git(repo, "diff", "--name-only", "HEAD").split() == [legacy_file]
     assert built <= building(repo, kubectl)
     merge(repo, "wave-bot step 1")
-    applied_before = everything_applied(repo, kubectl)
-    children_before = {n: ids for n, ids in applied_by_each(repo, kubectl).items() if n != legacy}
+    # The waves copy the legacy as step 2 finds it: `prune: true` again, but a `deletionPolicy: Orphan`
+    # step 1 set in place of WaitForTermination/Delete stays (step 2 cannot tell which it replaced).
+    released = flux_kustomizations(repo)[legacy][1]
+    each_before = applied_by_each(repo, kubectl)
+    applied_before = Counter(i for ids in each_before.values() for i in ids)
+    children_before = {n: ids for n, ids in each_before.items() if n != legacy}
     before = snapshot(repo)
     code, err = apply(repo, capsys)
     if refused(repo, before, code, err):
@@ -259,7 +256,9 @@ def run_the_cutover(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kub
     assert set(flux_before) - set(flux_after) == {legacy}
     waves = {n: d for n, (_, d) in flux_after.items() if n not in flux_before}
     assert waves
-    same = {k: v for k, v in legacy_doc["spec"].items() if k not in ("path", "dependsOn")}
+    same = {k: v for k, v in released["spec"].items() if k not in ("path", "dependsOn")}
+    assert {k: v for k, v in same.items() if k not in ("prune", "deletionPolicy")} == {
+        k: v for k, v in legacy_doc["spec"].items() if k not in ("path", "dependsOn", "prune", "deletionPolicy")}
     for doc in waves.values():
         assert {k: v for k, v in doc["spec"].items() if k not in ("path", "dependsOn")} == {**same, "prune": True}
         assert {k: v for k, v in doc["metadata"].items() if k != "name"} == {
@@ -267,7 +266,7 @@ def run_the_cutover(repo: Path, capsys: pytest.CaptureFixture[str], kubectl: Kub
     for _, doc in flux_after.values():
         for dep in (doc.get("spec") or {}).get("dependsOn") or []:
             assert dep["name"] in flux_after, (doc["metadata"]["name"], dep)
-    assert everything_applied(repo, kubectl) == applied_before
+    assert Counter(i for ids in children_after.values() for i in ids) == applied_before
     assert legacy_file not in realrepos.git(repo, "ls-files") or legacy not in flux_after
     return "split"
 
