@@ -217,13 +217,15 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     moves += protecting
     rest: cutover.Remainder | None = None
     kept: list[Change] = []  # step 2: what keeps applying the rest of the legacy's tree
-    regrouped, rewrites = grouping.Regroup((), frozenset()), grouping.Rewrites((), frozenset(), ())
+    regrouped = grouping.Regroup((), frozenset())
+    # The relative references the moves break are rewritten (a unit's `../` entries, a child's
+    # spec.path into a moved unit), a line each.
+    rewrites = grouping.rewrite_references(tree, {c.source: c.path for c in moves if c.source},
+                                           [k.path for k in flux])
     if adoption is not None:
         # Units leave their grouping folders with what the group did to them (the group keeps what it
-        # adds), the references their moves break are rewritten, and what the legacy applied besides
-        # the units stays applied by the remainder, which wave 0 depends on.
-        rewrites = grouping.rewrite_references(tree, {c.source: c.path for c in moves if c.source},
-                                               [k.path for k in flux])
+        # adds), and what the legacy applied besides the units stays applied by the remainder, which
+        # wave 0 depends on.
         regrouped = grouping.regroup(tree, config, files, rewrites.edited)
         kept = list(regrouped.changes)
         rest_changes, rest = cutover.remainder(tree, PlannedTree(tree, [*moves, *rewrites.changes, *kept]), config,

@@ -314,6 +314,8 @@ def rewrite_references(tree: Tree, moving: Mapping[str, str], flux_files: Iterab
     edits: dict[str, bytes] = {}
     entries: set[tuple[str, int]] = set()
     flux_dirs: list[tuple[str, str, str, int]] = []
+    if not moving:
+        return Rewrites((), frozenset(), ())
 
     def edit(path: str, index: int, keys: tuple[str | int, ...], new: str) -> None:
         edits[path] = yamledit.replace_scalar(edits.get(path, tree.read(path)), path, index, keys, new)
@@ -345,8 +347,11 @@ def rewrite_references(tree: Tree, moving: Mapping[str, str], flux_files: Iterab
     for path in sorted(candidates):
         if tree.kind(path) != "file":
             continue
+        data = tree.read(path)
+        if FLUX_GROUP.encode() not in data:
+            continue  # no Flux Kustomization in it: not parsed (a unit moving holds mostly manifests)
         try:
-            docs = yamlio.load(tree.read(path), path)
+            docs = yamlio.load(data, path)
         except WaveBotError:
             continue  # the inventory reports it
         for index, doc in enumerate(docs):

@@ -227,3 +227,26 @@ def test_a_directory_used_as_a_component_is_never_a_unit(
     assert yaml.safe_load((repo / "apps/wave-0/team/web/kustomization.yaml").read_text())["components"] == [
         "../../../team/labels"]
     assert applied(repo, kubectl, flux_roots(repo)) == before
+
+
+def test_a_child_kustomization_follows_its_unit_into_another_wave(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl) -> None:
+    # After the split, the order changes: web now needs api. Each unit moves to the other wave, and
+    # its child's spec.path with it (it was a `tier-path-moved` error to fix by hand).
+    files = {**base("dependencies:\n  web: []\n  api: [web]\n"), **GROUPED}
+    files["apps/team/kustomization.yaml"] = (KUSTOMIZE + "namespace: team\nresources:\n  - ./web/ks.yaml\n"
+                                             "  - ./api/ks.yaml\n")
+    del files["apps/team/namespace.yaml"]
+    repo = make_repo(files)
+    before = applied(repo, kubectl, ["apps/team"])
+    assert run(repo, capsys)[0] == 0
+    (repo / ".wave-bot.yaml").write_text("dependencies:\n  api: []\n  web: [api]\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "step 2, and web now needs api")
+    code, out, err = run(repo, capsys)
+    assert code == 0, err
+    assert [f for f in out["findings"] if f["severity"] == "error"] == []
+    for name, n in (("api", 0), ("web", 1)):
+        ks = yaml.safe_load((repo / f"apps/wave-{n}/team/{name}/ks.yaml").read_text())
+        assert ks["spec"]["path"] == f"./apps/wave-{n}/team/{name}/app"
+    assert applied(repo, kubectl, flux_roots(repo)) == before
