@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.checks import acceptance, cascade, cutover, deletes, gating, restored, review, tiers
+from bot.checks import acceptance, cascade, cutover, deletes, gating, grouping, restored, review, tiers
 from bot.checks.registry import PlanContext, ReviewContext, run_checks, run_review
 from bot.checks.removal import (
     kustomization_references,
@@ -221,24 +221,38 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
     moves += protecting
     rest: cutover.Remainder | None = None
     kept: list[Change] = []  # step 2: what keeps applying the rest of the legacy's tree
+    regrouped = grouping.Regroup((), frozenset())
+    # The relative references the moves break are rewritten (a unit's `../` entries, a child's
+    # spec.path into a moved unit), a line each.
+    rewrites = grouping.rewrite_references(tree, {c.source: c.path for c in moves if c.source},
+                                           [k.path for k in flux])
     if adoption is not None:
-        # The grouping folders' kustomizations lose their units' entries; what the legacy applied
-        # besides the units stays applied by the remainder, which wave 0 depends on.
-        kept = cutover.group_kustomizations(tree, config, files)
-        rest_changes, rest = cutover.remainder(tree, PlannedTree(tree, [*moves, *kept]), config, adoption.legacy,
-                                               (k.name for k in flux))
+        # Units leave their grouping folders with what the group did to them (the group keeps what it
+        # adds), and what the legacy applied besides the units stays applied by the remainder, which
+        # wave 0 depends on.
+        regrouped = grouping.regroup(tree, config, files, rewrites.edited)
+        kept = list(regrouped.changes)
+        rest_changes, rest = cutover.remainder(tree, PlannedTree(tree, [*moves, *rewrites.changes, *kept]), config,
+                                               adoption.legacy, (k.name for k in flux))
         kept += rest_changes
         if rest is not None:
             kept += _writes(tree, {rest.file: cutover.rest_cr(rest, adoption.legacy, template, config.root_depends_on)})
             config = dataclasses.replace(config, root_depends_on=(rest.name,))
-    else:  # a unit leaving the remainder's tree for a wave leaves its listing too
-        kept = cutover.after_the_cutover(tree, config, files, moves)
-    generated = _generated(tree, files, (*waves, *sides), template, config)
+    elif any(c.action == "move" for c in moves):
+        # After the split, a unit leaving the remainder's tree for a wave leaves its grouping folder as
+        # at step 2, and the remainder's listing too.
+        regrouped = grouping.regroup(tree, config, files, rewrites.edited)
+        kept = cutover.after_the_cutover(tree, config, moves, regrouped.changes)
+    generated = _generated(tree, files, (*waves, *sides), template, config, regrouped.given)
     writes = _writes(tree, generated)
     retired = [*_retire(tree, config, adoption, waves, fix_overlays, rest), *kept] if adoption is not None else kept
     # What Flux will apply once this lands, and (against the base) what it will delete.
-    pending = [*moves, *writes, *retired]
-    cutover.check_references_kept(tree, moves, [c.path for c in [*writes, *retired]], config)
+    pending = [*moves, *rewrites.changes, *writes, *retired]
+    cutover.check_references_kept(tree, moves, [c.path for c in [*writes, *retired]], config, rewrites.entries)
+    if regrouped.changes or rewrites.changes:  # never a layout that does not build
+        grouping.verify_builds(tree, PlannedTree(tree, pending), PlannedTree(tree, [*moves, *writes, *retired]), [
+            *(posixpath.dirname(c.path) for c in [*writes, *regrouped.changes, *rewrites.changes]
+              if c.action != "delete")], regrouped, rewrites)
     # With nothing to change (the steady state of most bot runs) what Flux applies once this lands
     # is the work tree, already read: reading it again would only repeat the same inventory.
     # Without changes the planned tree is the work tree: read it directly, not through the overlay.
@@ -281,7 +295,7 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
                                               config)
         deepest_before = max(existing, default=None)
     # The hand-maintained files around the waves: base entries and each overlay's decryption.
-    changes = _compact([*moves, *writes, *retired, *wave_deletes(tree, removed, config), *removal])
+    changes = _compact([*moves, *rewrites.changes, *writes, *retired, *wave_deletes(tree, removed, config), *removal])
     # Without changes the planned tree is the work tree, read directly as `now` is: an overlay of
     # nothing lists every directory twice for every walk of the checks and the model.
     planned: Tree = PlannedTree(tree, changes) if changes else tree
@@ -294,7 +308,8 @@ def make_plan(tree: Tree, config: Config, base: Tree | None = None, fix_overlays
         # Without --fix-overlays the waves' base entries are the findings' edits: judged as made.
         fixed = planned
         if not fix_overlays:
-            wired = _compact([*moves, *writes, *_retire(tree, config, adoption, waves, True, rest), *kept,
+            wired = _compact([*moves, *rewrites.changes, *writes, *_retire(tree, config, adoption, waves, True, rest),
+                              *kept,
                               *wave_deletes(tree, removed, config), *removal])
             fixed = PlannedTree(tree, _compact([*wired, *overlayfix.fix_overlays(PlannedTree(tree, wired), config,
                                                                                  every)]))
@@ -476,7 +491,7 @@ def _release_plan(
         note = cutover.outside_units_note(adoption.legacy, outside)
         step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. {note}")
     try:  # what would stop step 2 is said now, while step 1 waits to be deployed
-        cutover.group_kustomizations(tree, config, files)
+        grouping.regroup(tree, config, files)
     except WaveBotError as exc:
         step_1 = dataclasses.replace(step_1, message=f"{step_1.message}. Step 2 will stop at {exc.location()}: "
                                                      f"{exc.message}; {exc.hint}")
@@ -505,12 +520,16 @@ def _release_plan(
 
 
 def _generated(
-    tree: Tree, files: list[AppFile], waves: tuple[Slot, ...], template: Mapping[str, Any], config: Config
+    tree: Tree, files: list[AppFile], waves: tuple[Slot, ...], template: Mapping[str, Any], config: Config,
+    given: frozenset[str] = frozenset(),
 ) -> dict[str, bytes]:
+    """Each wave's files. `given`: units that get a kustomization of their own in this change (their
+    wave lists the directory)."""
     resources: dict[Slot, list[str]] = {n: [] for n in waves}
     for file in files:
         if file.target_wave is not None:
-            resources[file.target_wave] += units.listing(tree, file.path, file.listed(config), file.is_dir)
+            resources[file.target_wave] += [file.listed(config)] if file.path in given else units.listing(
+                tree, file.path, file.listed(config), file.is_dir)
     out: dict[str, bytes] = {}
     for n in waves:
         kustomization, cr = wave_files(n, config)

@@ -33,8 +33,6 @@ from bot.kustomize.files import find_kustomization
 from bot.kustomize.repository import read_kustomizations
 from bot.kustomize.spec import KUSTOMIZATION_API
 from bot.layout import render
-from bot.layout import units as unitfs
-from bot.layout.placement import AppFile
 from bot.model import Change, Finding, FindingObject
 from bot.repo.tree import PlannedTree, Tree
 from bot.resid import ResourceId
@@ -193,116 +191,6 @@ def wave_base_entries(
     return data
 
 
-_LISTING_KEYS = ("apiVersion", "kind", "resources")
-
-
-def group_kustomizations(tree: Tree, config: Config, files: Sequence[AppFile]) -> list[Change]:
-    """Cutover step 2: the grouping folders' own kustomizations lose their units' entries.
-
-    Each wave's kustomization lists the unit directories themselves (`<group>/<name>`), so a grouping
-    folder's kustomization left as it is would list directories that moved (it no longer builds), and
-    listing the folder instead would apply its units twice. So the entries naming units go: the file
-    is deleted when they were all it listed, else it keeps its other entries (comments and all) and
-    the remainder Kustomization applies it as before. Only what removing the unit entries would
-    change is an input error naming the line: a field that applies to every unit (a `namespace`,
-    patches, components), or part of a unit's files listed, to move into the units first.
-    """
-    units_in: dict[str, dict[str, AppFile]] = {}
-    for file in files:
-        folder = posixpath.dirname(file.path)
-        if file.is_dir and file.node is not None and file.wave is None and file.moves and folder != config.apps_dir:
-            units_in.setdefault(folder, {})[file.name] = file
-    out: list[Change] = []
-    problems: list[WaveBotError] = []
-    for folder, units in sorted(units_in.items()):
-        own = unitfs.own_kustomization(tree, folder)
-        if own is not None:
-            try:
-                change = _without_units(tree, own, _check_group_listing(tree, own, units))
-                out += [change] if change is not None else []
-            except WaveBotError as exc:  # every folder's problem at once: one run, one list of edits
-                problems.append(exc)
-    if problems:
-        raise _all_of(problems)
-    return out
-
-
-def _without_units(tree: Tree, path: str, indices: Sequence[int] | None) -> Change | None:
-    """`path` without the resources entries at `indices`; deleted when nothing else is listed (or
-    kustomize refuses it: `indices` None)."""
-    doc = yamlio.load_one(tree.read(path), path)
-    resources = doc.value.get("resources") if doc is not None and isinstance(doc.value, dict) else None
-    if indices is None or not isinstance(resources, list) or len(set(indices)) >= len(resources):
-        return Change("delete", path)
-    if not indices:
-        return None  # it lists none of its units: nothing to change
-    (update,) = removal_changes({path: tree.read(path)}, [ListItem(path, "resources", i) for i in indices])
-    return update
-
-
-def _all_of(problems: Sequence[WaveBotError]) -> WaveBotError:
-    """One input error naming every grouping folder to change, each with its own edit."""
-    first = problems[0]
-    if len(problems) == 1:
-        return first
-    rest = "; ".join(f"{p.location()}: {p.message} (fix: {p.hint})" for p in problems[1:])
-    return WaveBotError(f"{first.message}. {len(problems) - 1} more grouping folder(s) to change the same way: "
-                        f"{rest}", path=first.path, line=first.line, hint=first.hint)
-
-
-def _check_group_listing(tree: Tree, path: str, units: Mapping[str, AppFile]) -> list[int] | None:
-    """The indices of the resources entries of the group kustomization `path` that name its units;
-    None when kustomize refuses the file (the legacy build failed on it too: it goes)."""
-    folder = posixpath.dirname(path)
-    doc = yamlio.load_one(tree.read(path), path)
-    value = doc.value if doc is not None else None
-    if doc is None or not isinstance(value, dict):
-        return None  # kustomize refuses it, and so did the legacy build
-    replaced = ("the cutover replaces this file: each wave's kustomization lists the unit directories "
-                "themselves, so")
-    for key in value:
-        if key not in _LISTING_KEYS:
-            raise WaveBotError(
-                f"sets {key}, which applies to every unit in {folder}/; {replaced} {key} would no longer apply",
-                path=path, line=doc.info.line((key,)),
-                hint=f"move {key} into the own kustomization.yaml of each unit in {folder}/ that needs it (a unit "
-                     "directory may have one), keep only resources here, then run wave-bot again")
-    listed: dict[str, list[str]] = {}
-    indices: list[int] = []
-    resources = value.get("resources")
-    if resources is not None and not isinstance(resources, list) or isinstance(resources, list) and not all(
-            isinstance(ref, str) for ref in resources):
-        return None  # not a list, or a list or mapping among them: kustomize refuses the file too
-    for index, ref in enumerate(resources if isinstance(resources, list) else []):
-        norm = posixpath.normpath(ref) if ref else ""
-        head, _, rest = norm.partition("/")
-        if head in units:  # anything else stays listed here, and the remainder applies it
-            listed.setdefault(head, []).append(rest)
-            indices.append(index)
-    for name, entries in sorted(listed.items()):
-        unit = units[name].path
-        unit_own = unitfs.own_kustomization(tree, unit)
-        wave_lists = [""] if unit_own is not None else unitfs.generated_listing(tree, unit)
-        if sorted(entries) != sorted(wave_lists):
-            shown = ", ".join(e or "the directory" for e in sorted(entries))
-            # A unit with its own kustomization already has the file to fix: telling the user to
-            # give it one (listing "the directory") would be an instruction nobody can follow.
-            if unit_own is None:
-                lists, fix = "what Flux applies of a directory without a kustomization", (
-                    f"give {unit}/ its own kustomization.yaml listing {shown} (what this file applies of it) "
-                    f"and list ./{name} here instead")
-            else:
-                now = ["what it lists now"] if "" in entries else []
-                lists, fix = f"what its own {posixpath.basename(unit_own)} lists", (
-                    f"make {unit_own} list exactly what this file applies of {name}/ "
-                    f"({', '.join([*now, *sorted(e for e in entries if e)])}) and list only ./{name} here")
-            raise WaveBotError(
-                f"lists {shown} of {name}/, and its wave will list {', '.join(e or name for e in wave_lists)} "
-                f"({lists}); {replaced} the split would apply something else than the legacy Kustomization did",
-                path=path, line=doc.info.line(("resources",)), hint=f"{fix}, then run wave-bot again")
-    return indices
-
-
 # ---- what stays: the remainder Kustomization (issue 28, "What to build" 2) -----------------------
 
 REST_SUFFIX = "-rest"
@@ -390,16 +278,16 @@ def _listing_without_moved(tree: Tree, planned: Tree, apps: str, own: str
     return edits, kept, any(key in value for key in _GENERATING_KEYS)
 
 
-def after_the_cutover(tree: Tree, config: Config, files: Sequence[AppFile], moves: Sequence[Change]) -> list[Change]:
+def after_the_cutover(tree: Tree, config: Config, moves: Sequence[Change], groups: Sequence[Change]) -> list[Change]:
     """Once the cutover is done the apps directory's own kustomization is the remainder's (or the
-    user's): a unit that leaves its tree for a wave leaves its listing too, and its grouping folder's,
-    as at step 2, so that what stays still builds. The file itself stays, listing nothing if need be
-    (without it Flux would generate one applying the waves a second time)."""
+    user's): a unit that leaves its tree for a wave leaves its listing too, as its grouping folder's
+    (`groups`: the caller's regrouping, as at step 2), so that what stays still builds. The file
+    itself stays, listing nothing if need be (without it Flux would generate one applying the waves a
+    second time)."""
     apps = posixpath.normpath(config.apps_dir)
     own = find_kustomization(tree, apps)
     if own is None or not any(c.action == "move" for c in moves):
         return []
-    groups = group_kustomizations(tree, config, files)
     edits, _, _ = _listing_without_moved(tree, PlannedTree(tree, [*moves, *groups]), apps, own)
     return [*groups, *edits]
 
@@ -630,12 +518,14 @@ def _ancestors(paths: Iterable[str]) -> set[str]:
     return out
 
 
-def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequence[str], config: Config) -> None:
+def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequence[str], config: Config,
+                          rewritten: Collection[tuple[str, int]] = ()) -> None:
     """Refuse a move that breaks a build: a kustomization that names a path across a moving unit's
     boundary (into it from outside, or out of it from inside) would no longer build once the unit is one
     level deeper in its wave. `replaced`: the kustomizations this change regenerates or deletes. The
     apps directory's and the grouping folders' own kustomizations list the units as the waves will:
-    the cutover replaces them, and without a legacy Kustomization nothing builds them."""
+    the cutover replaces them, and without a legacy Kustomization nothing builds them. `rewritten`:
+    (kustomization, line) of the entries this change rewrites (`grouping.rewrite_references`)."""
     moving = {c.source: c.path for c in moves if c.action == "move" and c.source}
     if not moving:
         return
@@ -645,6 +535,8 @@ def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequenc
     for ref in read_kustomizations(tree, "").references:
         folder = posixpath.dirname(ref.kustomization)
         if ref.kustomization in gone or folder == apps or folder.startswith(apps + "/") and folder in above_units:
+            continue
+        if (ref.kustomization, ref.line) in rewritten:
             continue
         here, here_after = _moved(ref.kustomization, moving)
         there, there_after = _moved(ref.path, moving)
@@ -830,7 +722,7 @@ def step_2_finding(c: Cutover, inventory: Inventory, config: Config, waves: Sequ
 
 __all__ = [
     "REST_SUFFIX", "Cutover", "LegacyBuild", "ObjectKey", "Remainder", "after_the_cutover", "applied_objects",
-    "check_references_kept", "check_same_objects", "check_wave_roots", "cutover", "group_kustomizations",
+    "check_references_kept", "check_same_objects", "check_wave_roots", "cutover",
     "judged_model", "legacy_build", "legacy_document", "legacy_kustomization", "legacy_template", "outside_units",
     "outside_units_note", "release_change", "remainder", "repathed", "rest_cr", "rest_name", "retarget",
     "retire_change", "stateful_objects", "step_1_finding",

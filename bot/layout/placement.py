@@ -126,9 +126,10 @@ def place_files(tree: Tree, graph: WaveGraph, config: Config) -> list[AppFile]:
     entries = app_entries(tree, config, lambda name: dir_owner(name, graph.nodes, explicit) is not None)
     # A file a kustomization uses as a patch or component is part of that build, never a unit:
     # moved into a wave as a resource, it would be applied as an object and the build would lose it.
-    if any(not is_dir for _, _, is_dir, _, _ in entries):
+    # So is a directory no node claims that it uses as a component (a grouping folder's own Component).
+    if any(not is_dir or not claimed for _, _, is_dir, _, claimed in entries):
         used = {r.path for r in read_kustomizations(tree, "").references if r.role in ("patch", "component")}
-        entries = [e for e in entries if e[2] or e[0] not in used]
+        entries = [e for e in entries if e[2] and e[4] or e[0] not in used]
     for path, wave, is_dir, rel, claimed in entries:
         name = path.rsplit("/", 1)[-1]
         if is_dir:

@@ -228,19 +228,33 @@ class _Applier:
 
 
 def _preflight(tree: FsTree, changes: Sequence[Change]) -> None:
-    """Refuse the whole plan before touching anything when the tree is not what it expects."""
+    """Refuse the whole plan before touching anything when the tree is not what it expects. A file
+    an earlier move brings to its place (a moved unit's kustomization that is then edited) is
+    checked where it is now."""
+    moved: dict[str, str] = {}  # destination -> source, of the moves so far
     for change in changes:
-        kind = tree.kind(change.path)
+        kind = tree.kind(_before_moves(change.path, moved))
         if change.action == "move":
             assert change.source is not None
             if tree.kind(change.source) not in ("file", "dir"):  # a directory: a unit moving as a whole
                 raise WaveBotError("vanished or is not a regular file; nothing was changed", path=change.source)
             if kind is not None:
                 raise WaveBotError(f"already exists; cannot move {change.source} here", path=change.path)
+            moved[change.path] = change.source
         elif change.action in ("update", "delete") and kind != "file":
             raise WaveBotError("vanished or is not a regular file; nothing was changed", path=change.path)
         elif change.action == "create" and kind is not None:
             raise WaveBotError("appeared while wave-bot ran; nothing was changed", path=change.path)
+
+
+def _before_moves(path: str, moved: dict[str, str]) -> str:
+    """Where the file a move brings to `path` is before the moves (`path` itself when none does)."""
+    probe = path
+    while probe:
+        if probe in moved:
+            return moved[probe] + path[len(probe):]
+        probe = split(probe)[0]
+    return path
 
 
 def apply_changes(root: str, changes: Sequence[Change], index_moves: IndexMoves | None = None) -> None:

@@ -276,3 +276,52 @@ def remove_document(data: bytes, path: str, index: int) -> bytes | None:
 
 __all__ = ["Literal", "dump_text", "insert_item", "item_text", "literal", "remove_document", "remove_item",
            "render_item", "substitute"]
+
+
+def _bounded(text: str, written: str, start: int) -> int:
+    """Where `written` stands on `text` (from `start`) as a whole scalar: not inside a longer one."""
+    at = text.find(written, start)
+    while at >= 0:
+        before, after = text[at - 1:at] or " ", text[at + len(written):at + len(written) + 1] or "\n"
+        if before in " \t[,-" and after in " \t,]#\r\n":
+            return at
+        at = text.find(written, at + 1)
+    return -1
+
+
+def replace_scalar(data: bytes, path: str, index: int, key_path: tuple[str | int, ...], value: str) -> bytes:
+    """`data` with the string at `key_path` of document `index` set to `value`: only the scalar on its
+    line changes (its quotes kept), every other byte stays. The result is parsed again and must differ
+    from the input exactly there, else WaveBotError (the caller names the line to edit by hand)."""
+    docs = yamlio.load(data, path)
+    doc = docs[index]
+    old: Any = doc.value
+    for part in key_path:
+        old = old[part]
+    line = doc.info.line(key_path)
+    if not isinstance(old, str) or line == doc.info.start_line and key_path:
+        raise WaveBotError(f"cannot find {'.'.join(map(str, key_path))} on a line of its own", path=path,
+                           line=line, hint=f"write {value} there by hand")
+    lines = _lines(data)
+    text = lines[line - 1]
+    start = text.find(f"{key_path[-1]}:") + len(f"{key_path[-1]}:") if isinstance(key_path[-1], str) else 0
+    for quote in ('"', "'", ""):
+        written = f"{quote}{old}{quote}"
+        at = _bounded(text, written, start)
+        if at >= 0 and (quote or "#" not in text[:at]):
+            lines[line - 1] = text[:at] + f"{quote}{value}{quote}" + text[at + len(written):]
+            break
+    out = "".join(lines).encode()
+    try:
+        new = yamlio.load(out, path)
+    except WaveBotError:
+        new = []
+    expected: Any = new[index].value if len(new) == len(docs) else None
+    for part in key_path[:-1]:
+        expected = expected[part] if expected is not None else None
+    same_elsewhere = len(new) == len(docs) and all(
+        a.value == b.value for i, (a, b) in enumerate(zip(docs, new, strict=True)) if i != index)
+    if out == data or expected is None or expected[key_path[-1]] != value or not same_elsewhere:
+        raise WaveBotError(f"cannot set {'.'.join(map(str, key_path))} to {value} by editing its line",
+                           path=path, line=line, hint=f"write {value} there by hand")
+    return out

@@ -806,30 +806,40 @@ DIR_LEGACY = {
 }
 
 
-@pytest.mark.parametrize("case", ["unit-refers-out", "overlay-refers-in"])
-def test_a_move_that_would_break_a_relative_reference_is_refused_naming_the_line(
-    make_repo: Any, capsys: pytest.CaptureFixture[str], kubectl: Kubectl, case: str
+UNIT = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - config.yaml\n"
+
+
+def test_a_units_reference_out_of_itself_is_rewritten_for_its_new_depth(
+    make_repo: Any, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
 ) -> None:
-    files = dict(DIR_LEGACY)
-    unit = ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - config.yaml\n")
-    if case == "unit-refers-out":  # the unit's component, one level deeper once in apps/wave-0/
-        files["apps/web/kustomization.yaml"] = unit + "components:\n  - ../../components/common\n"
-    else:  # a per-environment overlay of the unit
-        files["apps/web/kustomization.yaml"] = unit
-        files["staging/kustomization.yaml"] = ("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-                                               "resources:\n  - ../apps/web\n")
-    repo = make_repo(files, name=case)
+    # The unit's component is one level further up once the unit is in apps/wave-0/: that line changes.
+    files = {**DIR_LEGACY, "apps/web/kustomization.yaml": UNIT + "components:\n  - ../../components/common\n"}
+    repo = make_repo(files, name="unit-refers-out")
+    before = kubectl(repo / "apps/web")
+    assert before.returncode == 0, before.stderr
+    capsys.readouterr()
+    code = main(["apply", str(repo), "--base", "HEAD", "--fix-overlays"])
+    assert code == 0, capsys.readouterr().err
+    assert (repo / "apps/wave-0/web/kustomization.yaml").read_text() == (
+        UNIT + "components:\n  - ../../../components/common\n")
+    after = kubectl(repo / "apps/wave-0/web")
+    assert after.returncode == 0 and after.stdout == before.stdout, after.stderr
+
+
+def test_a_move_that_would_break_a_relative_reference_is_refused_naming_the_line(
+    make_repo: Any, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
+) -> None:
+    # A per-environment overlay of the unit: rewriting it would make the wave apply the unit twice.
+    files = {**DIR_LEGACY, "apps/web/kustomization.yaml": UNIT,
+             "staging/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                           "resources:\n  - ../apps/web\n"}
+    repo = make_repo(files, name="overlay-refers-in")
     build_ok(kubectl, repo / "apps")
     before = snapshot(repo)
     capsys.readouterr()
     code = main(["apply", str(repo), "--base", "HEAD", "--fix-overlays"])
     err = capsys.readouterr().err
     assert code == 2 and snapshot(repo) == before, err
-    if case == "unit-refers-out":
-        assert err.startswith("wave-bot: error: apps/web/kustomization.yaml:6: components entry "
-                              "../../components/common names components/common, outside the unit apps/web")
-        assert "write ../../../components/common on that line" in err
-    else:
-        assert err.startswith("wave-bot: error: staging/kustomization.yaml:4: resources entry ../apps/web builds on "
-                              "apps/web, which this change moves into a wave (apps/wave-0/web)")
-        assert "do not declare web as a unit while staging/ builds on it" in err
+    assert err.startswith("wave-bot: error: staging/kustomization.yaml:4: resources entry ../apps/web builds on "
+                          "apps/web, which this change moves into a wave (apps/wave-0/web)")
+    assert "do not declare web as a unit while staging/ builds on it" in err

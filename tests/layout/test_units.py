@@ -468,29 +468,28 @@ def test_the_cutover_replaces_the_grouping_folders_kustomizations(
     shutil.copytree(repo / "apps", legacy_dir)
     write_files(legacy_dir, {"kustomization.yaml": KUSTOMIZE + "resources:\n  - db\n  - media\n"})
     legacy = built_documents(kubectl, legacy_dir)
+    moved_ks = {f"apps/{unit}/ks.yaml": f"apps/wave-{n}/{unit}/ks.yaml"
+                for n, unit in ((0, "db/postgres"), (1, "media/sonarr"), (2, "media/radarr"))}
+    old_ks = {path: (repo / path).read_text() for path in moved_ks}
     code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
     deleted = [c["path"] for c in out["changes"] if c["action"] == "delete"]
     assert deleted == ["clusters/base/apps.yaml", "apps/db/kustomization.yaml", "apps/media/kustomization.yaml"]
-    # Each child's spec.path named its app/ where the unit was: the one error, with the path to set.
-    errors = {f["path"]: f for f in out["findings"] if f["severity"] == "error"}
-    assert code == 0 and {p: f["code"] for p, f in errors.items()} == {
-        f"apps/wave-{n}/{unit}/ks.yaml": "tier-path-moved"
-        for n, unit in ((0, "db/postgres"), (1, "media/sonarr"), (2, "media/radarr"))}
-    assert not [f for f in out["findings"] if f["code"] == "tier-not-checked"]  # the error says it
-    sonarr = errors["apps/wave-1/media/sonarr/ks.yaml"]
-    assert sonarr["message"].startswith("sonarr: its spec.path ./apps/media/sonarr/app is a directory at base, and "
-                                        "this change moves it away (to ./apps/wave-1/media/sonarr/app)")
-    assert sonarr["fix"] == "# in apps/wave-1/media/sonarr/ks.yaml:\nspec:\n  path: ./apps/wave-1/media/sonarr/app\n"
-    for path, finding in errors.items():
-        new = finding["fix"].rsplit("path: ", 1)[1].strip()
-        ks = repo / path
-        ks.write_text(re.sub(r"path: \S+", f"path: {new}", ks.read_text()))
+    # Each child's spec.path named its app/ where the unit was: rewritten to its new place, that line
+    # alone, so no error is left to fix by hand.
+    assert code == 0 and [f for f in out["findings"] if f["severity"] == "error"] == []
+    for old, new in moved_ks.items():
+        assert (repo / new).read_text() == old_ks[old].replace(f"path: ./{old.rsplit('/', 1)[0]}/app",
+                                                                f"path: ./{new.rsplit('/', 1)[0]}/app")
     # Nothing is left of the grouping folders: no file lists directories that moved away.
     assert [p for p in (repo / "apps").rglob("*")
             if p.is_file() and not p.relative_to(repo / "apps").parts[0].startswith("wave-")] == []
     after = sorted(d for n in range(3) for d in built_documents(kubectl, repo / f"apps/wave-{n}"))
     assert len(after) == 3  # each wave applies its units' child Kustomizations, once: apps' three, repathed
     assert [re.sub(r"path: \S+", "", d) for d in after] == [re.sub(r"path: \S+", "", d) for d in legacy]
+    for document in after:  # each repathed child builds what it built before, from the unit's new place
+        path = yaml.safe_load(document)["spec"]["path"]
+        assert built_documents(kubectl, repo / path) == built_documents(
+            kubectl, legacy_dir / path.split("/", 3)[3])
     assert kubectl(repo / "clusters/dev").returncode == 0
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "step 2: the split")
@@ -498,24 +497,11 @@ def test_the_cutover_replaces_the_grouping_folders_kustomizations(
 
 
 @pytest.mark.parametrize(("files", "expected"), [
-    ({"apps/media/kustomization.yaml": KUSTOMIZE + "namespace: media\nresources:\n  - ./sonarr\n  - ./radarr\n"},
-     ["apps/media/kustomization.yaml:3: sets namespace, which applies to every unit in apps/media/; the cutover "
-      "replaces this file: each wave's kustomization lists the unit directories themselves, so namespace would no "
-      "longer apply", "hint: move namespace into the own kustomization.yaml of each unit in apps/media/"]),
-    # cluster-template's shape: the group applies only ks.yaml of a unit without a kustomization, while
-    # its wave would apply all of it (the child's app/ too, so every object twice)
-    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr/ks.yaml\n  - ./radarr\n",
-      "without": "apps/media/sonarr/kustomization.yaml"},
-     ["apps/media/kustomization.yaml:3: lists ks.yaml of sonarr/, and its wave will list app, ks.yaml (what Flux "
-      "applies of a directory without a kustomization); the cutover replaces this file: each wave's kustomization "
-      "lists the unit directories themselves, so the split would apply something else than the legacy Kustomization "
-      "did\n  hint: give apps/media/sonarr/ its own kustomization.yaml listing ks.yaml (what this file applies of "
-      "it) and list ./sonarr here instead, then run wave-bot again"]),
     # radarr has its own kustomization (listing ks.yaml): its wave lists the directory, and only that
     ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n"
                                        "  - ./radarr/app/pvc.yaml\n"},
      ["apps/media/kustomization.yaml:3: lists the directory, app/pvc.yaml of radarr/, and its wave will list radarr "
-      "(what its own kustomization.yaml lists); the cutover replaces this file",
+      "(what its own kustomization.yaml lists); the split would apply something else",
       "  hint: make apps/media/radarr/kustomization.yaml list exactly what this file applies of radarr/ (what it "
       "lists now, app/pvc.yaml) and list only ./radarr here, then run wave-bot again"]),
     # only a file of it, not the directory: what its own kustomization lists now is not to be kept
@@ -524,9 +510,15 @@ def test_the_cutover_replaces_the_grouping_folders_kustomizations(
       "kustomization.yaml lists)",
       "  hint: make apps/media/radarr/kustomization.yaml list exactly what this file applies of radarr/ "
       "(app/pvc.yaml) and list only ./radarr here, then run wave-bot again"]),
+    # a group's patch file: carried along, it would resolve from elsewhere
+    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\npatches:\n"
+                                       "  - path: patch.yaml\n",
+      "apps/media/patch.yaml": "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: x\n"},
+     ["apps/media/kustomization.yaml:6: patches here names files relative to apps/media/",
+      "hint: write the patches inline"]),
     ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources: [./sonarr, ./radarr\n"},
      ["apps/media/kustomization.yaml:4: invalid YAML"]),
-], ids=["namespace", "part-of-a-unit", "part-of-a-unit-with-its-own", "only-a-file-of-a-unit-with-its-own",
+], ids=["part-of-a-unit-with-its-own", "only-a-file-of-a-unit-with-its-own", "patch-file",
         "invalid-yaml"])
 def test_a_grouping_kustomization_the_split_would_change_is_an_input_error(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], files: dict[str, str],
@@ -544,16 +536,12 @@ def test_a_grouping_kustomization_the_split_would_change_is_an_input_error(
 
 
 @pytest.mark.parametrize(("files", "without", "fixed"), [
-    ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr/ks.yaml\n  - ./radarr\n"},
-     "apps/media/sonarr/kustomization.yaml",
-     {"apps/media/sonarr/kustomization.yaml": KUSTOMIZE + "resources:\n  - ks.yaml\n",
-      "apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n"}),
     ({"apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n"
                                        "  - ./radarr/app/pvc.yaml\n"},
      "",
      {"apps/media/radarr/kustomization.yaml": KUSTOMIZE + "resources:\n  - ks.yaml\n  - app/pvc.yaml\n",
       "apps/media/kustomization.yaml": KUSTOMIZE + "resources:\n  - ./sonarr\n  - ./radarr\n"}),
-], ids=["part-of-a-unit", "part-of-a-unit-with-its-own"])
+], ids=["part-of-a-unit-with-its-own"])
 def test_the_hint_for_a_grouping_kustomization_the_split_would_change_lets_it_through(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, files: dict[str, str],
         without: str, fixed: dict[str, str]) -> None:
@@ -650,40 +638,50 @@ def test_step_1_of_a_tier_that_fits_in_one_wave_says_so(
     assert code == 0 and "step 2 splits the app tier into wave 0. Optionally" in step["message"]
 
 
+BOTH = {  # a component that adds a ConfigMap and labels everything it is applied to
+    "components/both/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+                                          "resources:\n  - cm.yaml\ncommonLabels:\n  team: x\n",
+    "components/both/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n",
+}
+
+
 def test_step_1_says_what_will_stop_step_2(make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
     repo = grouped_repo(make_repo, {
         "clusters/base/apps.yaml": LEGACY,  # deployed with prune: true: step 1
-        "apps/media/kustomization.yaml": KUSTOMIZE + "namespace: media\nresources:\n  - ./sonarr\n  - ./radarr\n"})
+        "apps/media/kustomization.yaml": KUSTOMIZE + "components:\n  - ../../components/both\n"
+                                         "resources:\n  - ./sonarr\n  - ./radarr\n", **BOTH})
     code, out = run(repo, capsys, "apply", "--base", "HEAD")
     assert code == 0 and [c["path"] for c in out["changes"]] == ["clusters/base/apps.yaml"]
     (step,) = [f for f in out["findings"] if f["code"] == "cutover-step-1"]
     assert step["message"].endswith(
-        "Step 2 will stop at apps/media/kustomization.yaml:3: sets namespace, which applies to every unit in "
-        "apps/media/; the cutover replaces this file: each wave's kustomization lists the unit directories themselves, "
-        "so namespace would no longer apply; move namespace into the own kustomization.yaml of each unit in "
-        "apps/media/ that needs it (a unit directory may have one), keep only resources here, then run wave-bot again")
+        "Step 2 will stop at apps/media/kustomization.yaml:4: components entry ../../components/both both adds "
+        "objects and transforms the units listed here (commonLabels); once the units move into waves its objects "
+        "must stay applied once, here, and its changes must still reach the units, which one component cannot do "
+        "from two places; split ../../components/both into a component that adds the objects (keep it listed here) "
+        "and one with commonLabels (list it in this file too), then run wave-bot again")
 
 
 def test_step_1_names_every_grouping_folder_step_2_would_refuse_and_its_own_change_passes_check(
         make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
-    # Both grouping folders set a namespace (cluster-template's shape) and keep their Namespace beside
-    # the units; `apps` still prunes, so this is step 1.
+    # Both grouping folders use a component step 2 cannot split between the group and its units, and
+    # keep their Namespace beside the units; `apps` still prunes, so this is step 1.
     ns = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n"
     repo = grouped_repo(make_repo, {
         "clusters/base/apps.yaml": LEGACY,
-        "apps/media/kustomization.yaml": KUSTOMIZE + "namespace: media\nresources:\n  - namespace.yaml\n"
-                                         "  - ./sonarr\n  - ./radarr\n",
+        "apps/media/kustomization.yaml": KUSTOMIZE + "namespace: media\ncomponents:\n  - ../../components/both\n"
+                                         "resources:\n  - namespace.yaml\n  - ./sonarr\n  - ./radarr\n",
         "apps/media/namespace.yaml": ns.format("media"),
-        "apps/db/kustomization.yaml": KUSTOMIZE + "namespace: db\nresources:\n  - namespace.yaml\n  - ./postgres\n",
+        "apps/db/kustomization.yaml": KUSTOMIZE + "namespace: db\ncomponents:\n  - ../../components/both\n"
+                                      "resources:\n  - namespace.yaml\n  - ./postgres\n",
         "apps/db/namespace.yaml": ns.format("db"),
+        **BOTH,
     })
     code, out = run(repo, capsys, "apply", "--base", "HEAD", "--fix-overlays")
     assert code == 0
     (step,) = [f for f in out["findings"] if f["code"] == "cutover-step-1"]
     for folder in ("db", "media"):  # every folder at once, each with its edit
-        assert f"apps/{folder}/kustomization.yaml:3: sets namespace" in step["message"] or (
-            f"Step 2 will stop at apps/{folder}/kustomization.yaml:3" in step["message"])
-        assert f"move namespace into the own kustomization.yaml of each unit in apps/{folder}/" in step["message"]
+        assert f"apps/{folder}/kustomization.yaml:5: components entry ../../components/both both adds" in step[
+            "message"]
         assert f"apps/{folder}/namespace.yaml (1 object(s))" in step["message"]
     git(repo, "commit", "-qam", "step 1")
     # Step 1's own pull request passes check: it only releases `apps`.
