@@ -15,12 +15,15 @@ What runs, and what stands in for what does not:
   would (artifact url, revision `main@sha1:…`, `sha256:` digest, lastUpdateTime; Ready=True).
 - No kubelet, scheduler, volume binder or workload controller runs: nothing becomes a Pod. While
   it waits for a revision, the harness writes the status those would: every Deployment rolled out
-  and available, every claim Bound; so kustomize-controller's health checks (`wait: true`,
-  `healthChecks`, kstatus) pass once an object is applied. What this cannot show: a Kustomization
+  and available, every claim Bound, and every HelmRelease, Flux source (but the GitRepository it
+  serves) and object of a permissive CRD Ready at its generation, as their controllers would; so
+  kustomize-controller's health checks (`wait: true`, `healthChecks`, kstatus) pass once an object
+  is applied. What this cannot show: a Kustomization
   held back by a workload that never becomes healthy (its dependents then wait on it).
-- Kinds the control plane does not serve get a permissive CRD (any spec), named by the repository's
-  objects: `HelmRelease` among them, whose release helm-controller would install and uninstall: it
-  does not run, so a chart's objects never exist and their uninstall is not observed.
+- Kinds the control plane does not serve get a permissive CRD (any spec; cluster-scoped for a
+  `Cluster*` kind, else namespaced), named by the repository's objects: `HelmRelease` among them,
+  whose release helm-controller would install and uninstall: it does not run, so a chart's objects
+  never exist and their uninstall is not observed.
 - Test fixtures abbreviate some objects (a Deployment or a claim without a spec) that the API
   server would refuse; the artifact fills the smallest valid spec in where one is missing (nothing
   of identity, labels or annotations changes). Namespaces that objects name but no revision defines
@@ -62,6 +65,13 @@ VERSIONS_FILE = PROJECT / "oracle" / "versions"
 NAMESPACE = "flux-system"
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease", NAMESPACE}
+SOPS_AGE_SECRET = "sops-age"
+"""The Secret in flux-system kustomize-controller falls back to for SOPS age keys (`--sops-age-secret`, as
+repositories that bootstrap with the flux-operator configure it); a test creates it where it holds the key."""
+READY_BY_OTHERS = {("helm.toolkit.fluxcd.io", "HelmRelease"), ("source.toolkit.fluxcd.io", "OCIRepository"),
+                   ("source.toolkit.fluxcd.io", "HelmRepository"), ("source.toolkit.fluxcd.io", "GitRepository"),
+                   ("source.toolkit.fluxcd.io", "Bucket"), ("source.toolkit.fluxcd.io", "HelmChart")}
+"""Flux kinds whose controllers do not run here: the harness writes them Ready (see the module's docstring)."""
 TOKEN = "wave-bot-oracle-admin"  # noqa: S105 - a loopback-only test cluster's token
 
 _yaml = YAML(typ="safe", pure=True)
@@ -237,6 +247,18 @@ def _substitution_referents(files: Mapping[str, bytes]) -> set[tuple[str, str]]:
     return named - defined
 
 
+def _approval(group: str) -> dict[str, str]:
+    """The annotation the API server requires of a CRD in a protected group (*.k8s.io, *.kubernetes.io)."""
+    protected = group.endswith((".k8s.io", ".kubernetes.io")) or group in ("k8s.io", "kubernetes.io")
+    return {"api-approved.kubernetes.io": "unapproved, a permissive test CRD"} if protected else {}
+
+
+def _scope(kind: str) -> str:
+    """A permissive CRD's scope: a `Cluster*` kind (ClusterIssuer, ClusterSecretStore, ...) is cluster-scoped
+    by convention, any other namespaced (kustomize, too, takes every custom kind as namespaced)."""
+    return "Cluster" if kind.startswith("Cluster") and kind != "Cluster" else "Namespaced"
+
+
 def _kinds(files: Mapping[str, bytes]) -> set[tuple[str, str, str]]:
     """(group, version, kind) of every object in `files` ("" for the core group)."""
     out = set()
@@ -261,6 +283,8 @@ class Cluster:
     """(group, kind) the API serves, known so far."""
     resources: dict[tuple[str, str], tuple[str, bool]] = field(default_factory=dict)
     """(group, kind) -> (API path prefix of its resource, namespaced)."""
+    permissive: set[tuple[str, str]] = field(default_factory=set)
+    """(group, kind) served by a permissive CRD of the harness's."""
     touched: set[tuple[str, str]] = field(default_factory=set)
     """(group, kind) of every object played so far: what reset() clears from `default`."""
     _ctx: ssl.SSLContext = field(default_factory=lambda: ssl._create_unverified_context())  # noqa: S323
@@ -332,7 +356,8 @@ class Cluster:
             str(self.bin / "kustomize-controller"),
             "--enable-leader-election=false", "--watch-all-namespaces=true",
             f"--metrics-addr=127.0.0.1:{_free_port()}", f"--health-addr=127.0.0.1:{_free_port()}",
-            "--requeue-dependency=1s", "--no-remote-bases=true", "--http-retry=2", "--log-level=info"],
+            "--requeue-dependency=1s", "--no-remote-bases=true", "--http-retry=2", "--log-level=info",
+            f"--sops-age-secret={SOPS_AGE_SECRET}"],
             env={"RUNTIME_NAMESPACE": NAMESPACE, "KUBECONFIG": str(w / "kubeconfig")})
         self.apply({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
                     "metadata": {"name": NAMESPACE, "namespace": NAMESPACE},
@@ -438,13 +463,13 @@ class Cluster:
         if not self.resources:
             self._discover()
         added = False
-        for group, version, kind in sorted(kinds):
-            if (group, kind) in self.resources or not group:
-                continue
+        # Decided before any is applied: applying a CRD clears `resources` (rediscovered on demand).
+        missing = [(g, v, k) for g, v, k in sorted(kinds) if g and (g, k) not in self.resources]
+        for group, version, kind in missing:
             plural = kind.lower() + ("es" if kind.lower().endswith("s") else "s")
             self.apply({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                        "metadata": {"name": f"{plural}.{group}"},
-                        "spec": {"group": group, "scope": "Namespaced",
+                        "metadata": {"name": f"{plural}.{group}", "annotations": _approval(group)},
+                        "spec": {"group": group, "scope": _scope(kind),
                                  "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
                                            "listKind": f"{kind}List"},
                                  "versions": [{"name": version, "served": True, "storage": True,
@@ -452,6 +477,7 @@ class Cluster:
                                                    "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
                                                "subresources": {"status": {}}}]}})
             added = True
+            self.permissive.add((group, kind))
         if added:
             self._wait(self._crds_established, 60, "the permissive CRDs to be established")
             time.sleep(1)  # discovery and kustomize-controller's REST mapper catch up
@@ -463,8 +489,9 @@ class Cluster:
         audit = self.work / "audit.log"
         return audit.stat().st_size if audit.exists() else 0
 
-    def play(self, files: Mapping[str, bytes], label: str, timeout: float = 120) -> str:
-        """Serve `files` as the GitRepository's new revision; return once every Kustomization handled it."""
+    def play(self, files: Mapping[str, bytes], label: str, timeout: float = 120, root: str = "./clusters/base") -> str:
+        """Serve `files` as the GitRepository's new revision; return once every Kustomization handled it.
+        `root` is the bootstrap path the root Kustomization `flux-system` applies."""
         assert self.artifacts is not None
         kinds = _kinds(files)
         self.serve(kinds)
@@ -496,7 +523,7 @@ class Cluster:
         assert code == 200, out
         self.apply({"apiVersion": f"{FLUX_GROUP}/v1", "kind": "Kustomization",
                     "metadata": {"name": NAMESPACE, "namespace": NAMESPACE},
-                    "spec": {"interval": "10m", "path": "./clusters/base", "prune": True,
+                    "spec": {"interval": "10m", "path": root, "prune": True,
                              "sourceRef": {"kind": "GitRepository", "name": NAMESPACE}}})
         try:
             self._wait(lambda: self._settled(revision), timeout, f"every Kustomization to handle {label}")
@@ -544,6 +571,18 @@ class Cluster:
                                   "lastUpdateTime": now, "lastTransitionTime": now},
                                  {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
                                   "lastUpdateTime": now, "lastTransitionTime": now}]})
+        # What helm-controller, source-controller and the custom kinds' own controllers would report once
+        # they handled an object: Ready at its generation (kstatus and Flux's health checks read that).
+        for group, kind in sorted(self.touched & (self.permissive | READY_BY_OTHERS)):
+            code, found = self._request("GET", self.path(group, kind, ""))
+            for o in found["items"] if code == 200 else []:  # a new CRD's storage may still be starting
+                meta, status = o["metadata"], o.get("status") or {}
+                if status.get("observedGeneration") == meta.get("generation") or meta.get("deletionTimestamp") or (
+                        (group, kind, meta["name"]) == ("source.toolkit.fluxcd.io", "GitRepository", NAMESPACE)):
+                    continue
+                self._status(group, kind, o, {"observedGeneration": meta.get("generation"), "conditions": [
+                    {"type": "Ready", "status": "True", "reason": "Succeeded", "message": "written by the harness",
+                     "lastTransitionTime": now, "observedGeneration": meta.get("generation")}]})
         for c in self.list("", "PersistentVolumeClaim"):
             if (c.get("status") or {}).get("phase") != "Bound" and not c["metadata"].get("deletionTimestamp"):
                 modes = (c.get("spec") or {}).get("accessModes")
@@ -552,7 +591,7 @@ class Cluster:
 
     def _status(self, group: str, kind: str, obj: Mapping[str, Any], status: Mapping[str, Any]) -> None:
         meta = obj["metadata"]
-        url = self.path(group, kind, meta["namespace"], meta["name"]) + "/status"
+        url = self.path(group, kind, meta.get("namespace", ""), meta["name"]) + "/status"
         code, out = self._request("PATCH", url, json.dumps({"status": status}).encode(),
                                   "application/merge-patch+json")
         assert code == 200 or meta.get("deletionTimestamp") or code == 404, f"status of {kind} {meta['name']}: {out}"
@@ -621,9 +660,8 @@ class Cluster:
         """Back to an empty cluster: no Kustomization (finalizers dropped: nothing is pruned), no
         namespace but the system ones."""
         self._discover()
-        path = self.path(FLUX_GROUP, "Kustomization", NAMESPACE)
-        for k in self.list(FLUX_GROUP, "Kustomization"):
-            url = f"{path}/{k['metadata']['name']}"
+        for k in self.list(FLUX_GROUP, "Kustomization"):  # in any namespace (a group's `namespace:` moves them)
+            url = self.path(FLUX_GROUP, "Kustomization", k["metadata"]["namespace"], k["metadata"]["name"])
             self._request("PATCH", url, b'{"metadata":{"finalizers":null}}', "application/merge-patch+json")
             self._request("DELETE", url)
             self._request("PATCH", url, b'{"metadata":{"finalizers":null}}', "application/merge-patch+json")
