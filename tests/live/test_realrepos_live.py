@@ -81,7 +81,8 @@ class App:
     ks_file: str  # the app's ks.yaml
     listed: str  # its entry in the parent kustomization's resources
     name: str  # the child Kustomization owning the claim
-    namespace: str  # where that Kustomization and its objects live
+    home: str  # that Kustomization's namespace
+    namespace: str  # where its objects live
     path: str  # its spec.path, repository-relative
     claim: str  # the claim's name, substituted
 
@@ -149,10 +150,10 @@ def component_claim_app(repo: Path) -> App:
             target = str(doc["spec"].get("targetNamespace") or ns)
             claims = _component_claims(repo, doc)
             if claims:
-                return App(str(ks.relative_to(repo)), group[0], doc["metadata"]["name"], target, path, claims[0])
-            candidates.append((ks, group[0], doc, target, path))
+                return App(str(ks.relative_to(repo)), group[0], doc["metadata"]["name"], ns, target, path, claims[0])
+            candidates.append((ks, group[0], doc, ns, target, path))
     assert candidates, "no app Kustomization listed by its group's kustomization and depended on by none"
-    ks, listed, doc, target, path = candidates[0]
+    ks, listed, doc, home, target, path = candidates[0]
     name = doc["metadata"]["name"]
     component = ks.parent / "claim-component"
     component.mkdir()
@@ -171,7 +172,7 @@ def component_claim_app(repo: Path) -> App:
         tail = f"  postBuild:\n    substitute:\n      APP: {name}\n" + tail
     ks.write_text(head + sep + f"  components:\n    - {relative}\n" + tail)
     _commit(repo, "an app owning a claim through a component, deployed")
-    return App(str(ks.relative_to(repo)), listed, name, target, path, name)
+    return App(str(ks.relative_to(repo)), listed, name, home, target, path, name)
 
 
 def _commit(repo: Path, message: str) -> str:
@@ -195,6 +196,7 @@ class Verdict:
     errors: set[str]  # the resources of its error findings
     codes: set[str]  # the codes of its error findings
     code: int
+    stalled: dict[str, str]  # the Flux Kustomizations not Ready after the head revision, and why
 
 
 def judge(live: Cluster, repo: Path, deployed: str, label: str) -> Verdict:
@@ -208,6 +210,7 @@ def judge(live: Cluster, repo: Path, deployed: str, label: str) -> Verdict:
     git(repo, "checkout", "-q", head)
     liveplay.play(live, repo, label, root=root)
     deleted = live.deletions(since)
+    stalled = liveplay.stalled(live)
     code, report = liveplay.cli("check", str(repo), "--base", deployed)
     TIMES[f"{repo.parent.name}: {label}"] = time.monotonic() - started
     reported = {Ref(o["group"], o["kind"], o["namespace"], o["name"]) for f in report["findings"]
@@ -215,7 +218,7 @@ def judge(live: Cluster, repo: Path, deployed: str, label: str) -> Verdict:
     errors = [f for f in report["findings"] if f["severity"] == "error"]
     flux = {r for r in deleted if (r.group, r.kind) == (FLUX_GROUP, "Kustomization")}
     return Verdict(deleted - flux, {f"{r.namespace}/{r.name}" for r in flux}, reported,
-                   {str(f.get("resource", "")) for f in errors}, {f["code"] for f in errors}, code)
+                   {str(f.get("resource", "")) for f in errors}, {f["code"] for f in errors}, code, stalled)
 
 
 def _claim(app: App) -> Ref:
@@ -233,6 +236,7 @@ def _scope_blind(v: Verdict) -> set[Ref]:
 
 def _agree(v: Verdict) -> None:
     """What real Flux deleted is what wave-bot reported; its errors are exactly the claims among them."""
+    assert not v.stalled, f"not applied, so its verdict would prove nothing: {v.stalled}"
     reported = _scope_blind(v)
     assert v.real == reported, (f"real Flux deleted but wave-bot did not report: {sorted(v.real - reported)}; "
                                   f"reported but not deleted: {sorted(reported - v.real)}")
@@ -278,6 +282,7 @@ def test_a_stale_spec_path_fails_the_build_and_deletes_nothing(
     v = judge(live, repo, deployed, "stale spec.path")
 
     assert (v.real, v.kustomizations) == (set(), set())
+    assert list(v.stalled) == [f"{app.home}/{app.name}"] and "path not found" in v.stalled[f"{app.home}/{app.name}"]
     assert v.code == 1 and v.codes == {"build-failed"} and v.reported == set()
 
 
@@ -289,7 +294,7 @@ def test_a_harmless_edit_deletes_nothing(live: Cluster, ks_repo: tuple[Path, App
 
     v = judge(live, repo, deployed, "harmless edit")
 
-    assert (v.real, v.kustomizations, v.code, v.errors) == (set(), set(), 0, set())
+    assert (v.real, v.kustomizations, v.code, v.errors, v.stalled) == (set(), set(), 0, set(), {})
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -30,7 +30,7 @@ from ruamel.yaml import YAML
 from bot.cli import main
 
 from conftest import EXAMPLE
-from support.liveflux import NAMESPACE, SOPS_AGE_SECRET, Cluster, Ref
+from support.liveflux import FLUX_GROUP, NAMESPACE, SOPS_AGE_SECRET, Cluster, Ref
 
 FLUX_API = "kustomize.toolkit.fluxcd.io/"
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -67,7 +67,8 @@ def bootstrap_path(files: Mapping[str, bytes]) -> str:
     """`./<dir>` the root Kustomization applies (see the module's docstring)."""
     kustomizations = {name: [d for d in _docs(data) if _flux_ks(d)] for name, data in files.items()
                       if name.endswith((".yaml", ".yml"))}
-    paths = {_norm(str((d.get("spec") or {}).get("path", ""))) for ds in kustomizations.values() for d in ds}
+    paths = {_norm(str(d["spec"]["path"])) for ds in kustomizations.values() for d in ds
+             if isinstance(d.get("spec"), dict) and d["spec"].get("path")}  # a patch of one names no path
     top = sorted({posixpath.dirname(name) for name, ds in kustomizations.items() if ds
                   and not any(p == "." or name.startswith(p + "/") for p in paths)})
     assert top, "no Flux Kustomization outside every spec.path: no bootstrap path to play"
@@ -136,6 +137,18 @@ def play(live: Cluster, repo: Path, label: str, root: str | None = None, timeout
     return root
 
 
+def stalled(live: Cluster) -> dict[str, str]:
+    """`namespace/name` -> why, of every Flux Kustomization that is not Ready (after a play): what did
+    not apply this revision, so its "deletes nothing" would prove nothing."""
+    out = {}
+    for k in live.list(FLUX_GROUP, "Kustomization"):
+        ready = next((c for c in (k.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"), {})
+        if ready.get("status") != "True":
+            out[f"{k['metadata']['namespace']}/{k['metadata']['name']}"] = f"{ready.get('reason')}: " \
+                                                                           f"{str(ready.get('message'))[:300]}"
+    return out
+
+
 def cli(*argv: str) -> tuple[int, dict[str, Any]]:
     """wave-bot's exit code and JSON report."""
     out = io.StringIO()
@@ -149,4 +162,4 @@ def named(ref: Ref) -> str:
     return f"{ref.kind} {ref.namespace}/{ref.name}" if ref.namespace else f"{ref.kind} {ref.name}"
 
 
-__all__ = ["artifact", "bootstrap_path", "cli", "give_demo_key", "named", "play", "tree"]
+__all__ = ["artifact", "bootstrap_path", "cli", "give_demo_key", "named", "play", "stalled", "tree"]
