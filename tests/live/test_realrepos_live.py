@@ -56,6 +56,9 @@ from support.realrepos import archives, git, require, unpack
 _yaml = YAML(typ="safe", pure=True)
 DELETING = {"resource-removed", "kustomization-renamed", "cross-kustomization-move", "namespace-deleted"}
 TIMES: dict[str, float] = {}
+HEAVY = 30
+"""More child Kustomizations than this and the repository is played trimmed: only the scenario app's
+Kustomizations and what they depend on (tests/support/liveplay.py `trim`); the rest of each group stays."""
 NAMED_WITH_A_NAMESPACE: set[str] = set()
 
 
@@ -199,16 +202,21 @@ class Verdict:
     stalled: dict[str, str]  # the Flux Kustomizations not Ready after the head revision, and why
 
 
-def judge(live: Cluster, repo: Path, deployed: str, label: str) -> Verdict:
+def judge(live: Cluster, repo: Path, deployed: str, label: str, app: App) -> Verdict:
     """Play `deployed`, then HEAD, through real Flux; wave-bot's review of HEAD against `deployed`."""
     started = time.monotonic()
     head = git(repo, "rev-parse", "HEAD").strip()
     live.reset()
     git(repo, "checkout", "-q", deployed)
-    root = liveplay.play(live, repo, "deployed")
+    files = liveplay.tree(repo)
+    keep = None
+    children = sum(d.count(b"\nkind: Kustomization") for n, d in files.items() if n.endswith("/ks.yaml"))
+    if children > HEAVY:
+        keep = liveplay.needed(files, {app.name}) | {f"{app.name}-renamed"}
+    root = liveplay.play(live, repo, "deployed", keep=keep)
     since = live.audit_offset()
     git(repo, "checkout", "-q", head)
-    liveplay.play(live, repo, label, root=root)
+    liveplay.play(live, repo, label, root=root, keep=keep)
     deleted = live.deletions(since)
     stalled = liveplay.stalled(live)
     code, report = liveplay.cli("check", str(repo), "--base", deployed)
@@ -252,7 +260,7 @@ def test_deleting_an_app_whose_component_owns_a_claim(live: Cluster, ks_repo: tu
     shutil.rmtree(repo / Path(app.ks_file).parent)
     _commit(repo, "retire the app")
 
-    v = judge(live, repo, deployed, "delete the app")
+    v = judge(live, repo, deployed, "delete the app", app)
 
     assert _claim(app) in v.real
     assert v.code == 1 and v.codes == {"resource-removed"}
@@ -265,7 +273,7 @@ def test_renaming_the_apps_kustomization(live: Cluster, ks_repo: tuple[Path, App
     path.write_text(path.read_text().replace(f"  name: {app.name}\n", f"  name: {app.name}-renamed\n", 1))
     _commit(repo, "rename the app's Kustomization")
 
-    v = judge(live, repo, deployed, "rename the Kustomization")
+    v = judge(live, repo, deployed, "rename the Kustomization", app)
 
     assert _claim(app) in v.real and any(k.endswith(f"/{app.name}") for k in v.kustomizations)
     assert v.code == 1 and v.codes == {"kustomization-renamed"}
@@ -279,7 +287,7 @@ def test_a_stale_spec_path_fails_the_build_and_deletes_nothing(
     git(repo, "mv", app.path, f"{app.path}-moved")
     _commit(repo, "move the app's directory, forgetting spec.path")
 
-    v = judge(live, repo, deployed, "stale spec.path")
+    v = judge(live, repo, deployed, "stale spec.path", app)
 
     assert (v.real, v.kustomizations) == (set(), set())
     assert list(v.stalled) == [f"{app.home}/{app.name}"] and "path not found" in v.stalled[f"{app.home}/{app.name}"]
@@ -292,7 +300,7 @@ def test_a_harmless_edit_deletes_nothing(live: Cluster, ks_repo: tuple[Path, App
         ks.write("# reviewed\n")
     _commit(repo, "a comment")
 
-    v = judge(live, repo, deployed, "harmless edit")
+    v = judge(live, repo, deployed, "harmless edit", app)
 
     assert (v.real, v.kustomizations, v.code, v.errors, v.stalled) == (set(), set(), 0, set(), {})
 

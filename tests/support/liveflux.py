@@ -331,7 +331,9 @@ class Cluster:
             f"--service-account-key-file={w / 'sa.pub'}", f"--service-account-signing-key-file={w / 'sa.key'}",
             f"--token-auth-file={w / 'tokens.csv'}", "--authorization-mode=AlwaysAllow",
             f"--audit-policy-file={w / 'audit-policy.yaml'}", f"--audit-log-path={w / 'audit.log'}",
-            "--audit-log-format=json", "--audit-log-mode=blocking", "--v=0"])
+            "--audit-log-format=json", "--audit-log-mode=blocking", "--v=0",
+            # Real repositories scale idle apps to zero with an HPA (minReplicas: 0); their clusters enable it.
+            "--feature-gates=HPAScaleToZero=true"])
         self.server = f"https://127.0.0.1:{api_port}"
         (w / "kubeconfig").write_text(json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": "oracle",

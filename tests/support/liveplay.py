@@ -20,6 +20,7 @@ import io
 import json
 import posixpath
 import subprocess
+import warnings
 from collections.abc import Mapping
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -50,7 +51,9 @@ def tree(repo: Path) -> dict[str, bytes]:
 
 def _docs(data: bytes) -> list[Any]:
     try:
-        return [d for d in _yaml.load_all(data) if isinstance(d, dict)]
+        with warnings.catch_warnings():  # ruamel's ReusedAnchorWarning on valid YAML
+            warnings.simplefilter("ignore")
+            return [d for d in _yaml.load_all(data) if isinstance(d, dict)]
     except Exception:  # noqa: BLE001 - a template or not YAML: nothing of Flux's to read here
         return []
 
@@ -120,6 +123,51 @@ def artifact(files: Mapping[str, bytes]) -> tuple[dict[str, bytes], bool]:
     return out, needs_key
 
 
+def needed(files: Mapping[str, bytes], names: set[str]) -> set[str]:
+    """`names` and every Flux Kustomization they depend on, transitively (by name)."""
+    depends: dict[str, set[str]] = {}
+    for name, data in files.items():
+        for doc in _docs(data) if name.endswith((".yaml", ".yml")) else []:
+            if _flux_ks(doc) and isinstance(doc.get("metadata"), dict):
+                deps = (doc.get("spec") or {}).get("dependsOn") or []
+                depends.setdefault(str(doc["metadata"].get("name")), set()).update(
+                    str(d.get("name")) for d in deps if isinstance(d, dict))
+    out, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name not in out:
+            out.add(name)
+            todo += sorted(depends.get(name, set()))
+    return out
+
+
+def trim(files: Mapping[str, bytes], keep: set[str]) -> dict[str, bytes]:
+    """The files with every kustomization's `resources:` entry dropped that names a file of Flux
+    Kustomizations none of which is in `keep` (a repository too heavy to play whole: only the
+    Kustomizations a scenario needs reach the cluster; everything else the groups hold stays)."""
+    out = dict(files)
+    for name, data in files.items():
+        if name.rsplit("/", 1)[-1] not in KUSTOMIZATION_FILES:
+            continue
+        docs = _docs(data)
+        if not docs or not isinstance(docs[0].get("resources"), list):
+            continue
+        directory = posixpath.dirname(name)
+        kept = []
+        for entry in docs[0]["resources"]:
+            target = posixpath.normpath(posixpath.join(directory, str(entry)))
+            flux = [d for d in _docs(files.get(target, b""))] if target in files else []
+            if flux and all(_flux_ks(d) for d in flux) and not any(
+                    str((d.get("metadata") or {}).get("name")) in keep for d in flux):
+                continue
+            kept.append(entry)
+        if kept != docs[0]["resources"]:
+            stream = io.StringIO()
+            _dump.dump({**docs[0], "resources": kept}, stream)
+            out[name] = stream.getvalue().encode()
+    return out
+
+
 def give_demo_key(live: Cluster) -> None:
     """The DEMO key where kustomize-controller looks for it (Secret `sops-age` in flux-system)."""
     key = "".join(line + "\n" for line in DEMO_KEY.read_text().splitlines() if line.startswith("AGE-SECRET-KEY-"))
@@ -127,9 +175,13 @@ def give_demo_key(live: Cluster) -> None:
                 "data": {"age.agekey": base64.b64encode(key.encode()).decode()}})
 
 
-def play(live: Cluster, repo: Path, label: str, root: str | None = None, timeout: float = 240) -> str:
-    """Play `repo`'s HEAD as the next revision (bootstrapped on `root`, found when not given); return `root`."""
+def play(live: Cluster, repo: Path, label: str, root: str | None = None, timeout: float = 240,
+         keep: set[str] | None = None) -> str:
+    """Play `repo`'s HEAD as the next revision (bootstrapped on `root`, found when not given; only the
+    Flux Kustomizations in `keep` where given, see `trim`); return `root`."""
     files, needs_key = artifact(tree(repo))
+    if keep is not None:
+        files = trim(files, keep)
     root = root or bootstrap_path(files)
     if needs_key:
         give_demo_key(live)
@@ -162,4 +214,4 @@ def named(ref: Ref) -> str:
     return f"{ref.kind} {ref.namespace}/{ref.name}" if ref.namespace else f"{ref.kind} {ref.name}"
 
 
-__all__ = ["artifact", "bootstrap_path", "cli", "give_demo_key", "named", "play", "stalled", "tree"]
+__all__ = ["artifact", "bootstrap_path", "cli", "give_demo_key", "named", "needed", "play", "stalled", "trim", "tree"]
