@@ -21,9 +21,9 @@ What runs, and what stands in for what does not:
   is applied. What this cannot show: a Kustomization
   held back by a workload that never becomes healthy (its dependents then wait on it).
 - Kinds the control plane does not serve get a permissive CRD (any spec; cluster-scoped for a
-  `Cluster*` kind, else namespaced), named by the repository's objects: `HelmRelease` among them,
-  whose release helm-controller would install and uninstall: it does not run, so a chart's objects
-  never exist and their uninstall is not observed.
+  `Cluster*` or `*Class` kind, else namespaced; every version a revision names), named by the
+  repository's objects: `HelmRelease` among them, whose release helm-controller would install and
+  uninstall: it does not run, so a chart's objects never exist and their uninstall is not observed.
 - Test fixtures abbreviate some objects (a Deployment or a claim without a spec) that the API
   server would refuse; the artifact fills the smallest valid spec in where one is missing (nothing
   of identity, labels or annotations changes). Namespaces that objects name but no revision defines
@@ -254,9 +254,11 @@ def _approval(group: str) -> dict[str, str]:
 
 
 def _scope(kind: str) -> str:
-    """A permissive CRD's scope: a `Cluster*` kind (ClusterIssuer, ClusterSecretStore, ...) is cluster-scoped
-    by convention, any other namespaced (kustomize, too, takes every custom kind as namespaced)."""
-    return "Cluster" if kind.startswith("Cluster") and kind != "Cluster" else "Namespaced"
+    """A permissive CRD's scope: a `Cluster*` kind (ClusterIssuer, ClusterSecretStore, ...) or a `*Class`
+    (GatewayClass, VolumeSnapshotClass, ...) is cluster-scoped by convention, as the built-in ones are; any
+    other namespaced (kustomize, too, takes every custom kind as namespaced)."""
+    cluster = (kind.startswith("Cluster") and kind != "Cluster") or (kind.endswith("Class") and kind != "Class")
+    return "Cluster" if cluster else "Namespaced"
 
 
 def _kinds(files: Mapping[str, bytes]) -> set[tuple[str, str, str]]:
@@ -285,6 +287,8 @@ class Cluster:
     """(group, kind) -> (API path prefix of its resource, namespaced)."""
     permissive: set[tuple[str, str]] = field(default_factory=set)
     """(group, kind) served by a permissive CRD of the harness's."""
+    versions: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    """The versions each permissive CRD serves, its storage version first."""
     touched: set[tuple[str, str]] = field(default_factory=set)
     """(group, kind) of every object played so far: what reset() clears from `default`."""
     _ctx: ssl.SSLContext = field(default_factory=lambda: ssl._create_unverified_context())  # noqa: S323
@@ -466,18 +470,24 @@ class Cluster:
             self._discover()
         added = False
         # Decided before any is applied: applying a CRD clears `resources` (rediscovered on demand).
-        missing = [(g, v, k) for g, v, k in sorted(kinds) if g and (g, k) not in self.resources]
-        for group, version, kind in missing:
+        # A kind served by a permissive CRD gains any version a revision names (the first stays the storage).
+        missing: dict[tuple[str, str], set[str]] = {}
+        for g, v, k in sorted(kinds):
+            if g and ((g, k) not in self.resources or (g, k) in self.permissive and v not in self.versions[(g, k)]):
+                missing.setdefault((g, k), set()).add(v)
+        for (group, kind), new in sorted(missing.items()):
+            versions = self.versions.setdefault((group, kind), [])
+            versions += sorted(new - set(versions))
             plural = kind.lower() + ("es" if kind.lower().endswith("s") else "s")
             self.apply({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                         "metadata": {"name": f"{plural}.{group}", "annotations": _approval(group)},
                         "spec": {"group": group, "scope": _scope(kind),
                                  "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
                                            "listKind": f"{kind}List"},
-                                 "versions": [{"name": version, "served": True, "storage": True,
+                                 "versions": [{"name": version, "served": True, "storage": version == versions[0],
                                                "schema": {"openAPIV3Schema": {
                                                    "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                                               "subresources": {"status": {}}}]}})
+                                               "subresources": {"status": {}}} for version in versions]}})
             added = True
             self.permissive.add((group, kind))
         if added:
