@@ -32,6 +32,10 @@ comparison names such objects without the namespace where real Flux shows the ki
 and the run prints which objects those were. The harness scopes permissive CRDs by the `Cluster*`
 convention (tests/support/liveflux.py).
 
+A repository with more child Kustomizations than liveplay.HEAVY (home-ops: 77) is played trimmed: only
+the scenario app's Kustomizations and what they depend on reach the cluster (liveplay.trim); the rest of
+each group folder stays. wave-bot reviews the whole repository all the same.
+
 Skipped with the reason without the binaries (oracle/build) or the archives; required under
 WAVE_BOT_REQUIRE_LIVEFLUX=1 and WAVE_BOT_REQUIRE_REALGRAPH=1.
 """
@@ -56,9 +60,6 @@ from support.realrepos import archives, git, require, unpack
 _yaml = YAML(typ="safe", pure=True)
 DELETING = {"resource-removed", "kustomization-renamed", "cross-kustomization-move", "namespace-deleted"}
 TIMES: dict[str, float] = {}
-HEAVY = 30
-"""More child Kustomizations than this and the repository is played trimmed: only the scenario app's
-Kustomizations and what they depend on (tests/support/liveplay.py `trim`); the rest of each group stays."""
 NAMED_WITH_A_NAMESPACE: set[str] = set()
 
 
@@ -210,8 +211,7 @@ def judge(live: Cluster, repo: Path, deployed: str, label: str, app: App) -> Ver
     git(repo, "checkout", "-q", deployed)
     files = liveplay.tree(repo)
     keep = None
-    children = sum(d.count(b"\nkind: Kustomization") for n, d in files.items() if n.endswith("/ks.yaml"))
-    if children > HEAVY:
+    if liveplay.sample(files) is not None:  # too heavy to play whole
         keep = liveplay.needed(files, {app.name}) | {f"{app.name}-renamed"}
     root = liveplay.play(live, repo, "deployed", keep=keep)
     since = live.audit_offset()

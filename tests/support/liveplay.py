@@ -141,8 +141,27 @@ def needed(files: Mapping[str, bytes], names: set[str]) -> set[str]:
     return out
 
 
+HEAVY = 30
+"""More child Kustomizations (in `ks.yaml` files) than this and a repository is too heavy to play whole
+here (placeholders for its Secrets and custom health checks stall some of them): see `sample`."""
+
+
+def sample(files: Mapping[str, bytes]) -> set[str] | None:
+    """None where the repository can be played whole; else the Flux Kustomizations to keep (see `trim`):
+    one group folder's children and what they depend on, the group whose closure is smallest."""
+    groups: dict[str, set[str]] = {}
+    for name, data in files.items():
+        if name.endswith("/ks.yaml"):
+            group = posixpath.dirname(posixpath.dirname(name))
+            groups.setdefault(group, set()).update(str(d["metadata"].get("name")) for d in _docs(data)
+                                                   if _flux_ks(d) and isinstance(d.get("metadata"), dict))
+    if sum(len(names) for names in groups.values()) <= HEAVY:
+        return None
+    return min((needed(files, names) for _, names in sorted(groups.items()) if names), key=len)
+
+
 def trim(files: Mapping[str, bytes], keep: set[str]) -> dict[str, bytes]:
-    """The files with every kustomization's `resources:` entry dropped that names a file of Flux
+    """The files with every kustomization's `resources:` entry dropped that names a `ks.yaml` of Flux
     Kustomizations none of which is in `keep` (a repository too heavy to play whole: only the
     Kustomizations a scenario needs reach the cluster; everything else the groups hold stays)."""
     out = dict(files)
@@ -157,7 +176,7 @@ def trim(files: Mapping[str, bytes], keep: set[str]) -> dict[str, bytes]:
         for entry in docs[0]["resources"]:
             target = posixpath.normpath(posixpath.join(directory, str(entry)))
             flux = [d for d in _docs(files.get(target, b""))] if target in files else []
-            if flux and all(_flux_ks(d) for d in flux) and not any(
+            if target.endswith("/ks.yaml") and flux and all(_flux_ks(d) for d in flux) and not any(
                     str((d.get("metadata") or {}).get("name")) in keep for d in flux):
                 continue
             kept.append(entry)
@@ -214,4 +233,5 @@ def named(ref: Ref) -> str:
     return f"{ref.kind} {ref.namespace}/{ref.name}" if ref.namespace else f"{ref.kind} {ref.name}"
 
 
-__all__ = ["artifact", "bootstrap_path", "cli", "give_demo_key", "named", "needed", "play", "stalled", "trim", "tree"]
+__all__ = ["HEAVY", "artifact", "bootstrap_path", "cli", "give_demo_key", "named", "needed", "play", "sample",
+           "stalled", "trim", "tree"]
