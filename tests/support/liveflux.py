@@ -355,6 +355,7 @@ class Cluster:
         for crd in sorted((self.bin / "crds").glob("*.yaml")):
             self.apply_yaml(crd.read_bytes())
         self._wait(self._crds_established, 60, "Flux's CRDs to be established")
+        (w / "tmp").mkdir(exist_ok=True)
         self.artifacts = Artifacts(w / "artifacts")
         self.artifacts.root.mkdir()
         self.artifact_url = self.artifacts.start()
@@ -364,7 +365,9 @@ class Cluster:
             f"--metrics-addr=127.0.0.1:{_free_port()}", f"--health-addr=127.0.0.1:{_free_port()}",
             "--requeue-dependency=1s", "--no-remote-bases=true", "--http-retry=2", "--log-level=info",
             f"--sops-age-secret={SOPS_AGE_SECRET}"],
-            env={"RUNTIME_NAMESPACE": NAMESPACE, "KUBECONFIG": str(w / "kubeconfig")})
+            # Its own TMPDIR: at start it purges stale kustomization-* build dirs there, which would
+            # include those of another cluster's controller running on the same machine.
+            env={"RUNTIME_NAMESPACE": NAMESPACE, "KUBECONFIG": str(w / "kubeconfig"), "TMPDIR": str(w / "tmp")})
         self.apply({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
                     "metadata": {"name": NAMESPACE, "namespace": NAMESPACE},
                     "spec": {"url": "https://git.invalid/repository", "interval": "10m",
