@@ -21,7 +21,8 @@ What runs, and what stands in for what does not:
   is applied. What this cannot show: a Kustomization
   held back by a workload that never becomes healthy (its dependents then wait on it).
 - Kinds the control plane does not serve get a permissive CRD (any spec; cluster-scoped for a
-  `Cluster*` or `*Class` kind, else namespaced; every version a revision names), named by the
+  `Cluster*` or `*Class` kind or one whose objects the repository never gives a namespace, nor
+  applies where one is set, else namespaced; every version a revision names), named by the
   repository's objects: `HelmRelease` among them, whose release helm-controller would install and
   uninstall: it does not run, so a chart's objects never exist and their uninstall is not observed.
 - Test fixtures abbreviate some objects (a Deployment or a claim without a spec) that the API
@@ -253,12 +254,36 @@ def _approval(group: str) -> dict[str, str]:
     return {"api-approved.kubernetes.io": "unapproved, a permissive test CRD"} if protected else {}
 
 
-def _scope(kind: str) -> str:
-    """A permissive CRD's scope: a `Cluster*` kind (ClusterIssuer, ClusterSecretStore, ...) or a `*Class`
-    (GatewayClass, VolumeSnapshotClass, ...) is cluster-scoped by convention, as the built-in ones are; any
-    other namespaced (kustomize, too, takes every custom kind as namespaced)."""
+def _scope(kind: str, cluster_kinds: frozenset[str] | set[str]) -> str:
+    """A permissive CRD's scope: cluster-scoped for a kind in `cluster_kinds` (see `_cluster_kinds`), a
+    `Cluster*` kind (ClusterIssuer, ClusterSecretStore, ...) or a `*Class` (GatewayClass, ...) by
+    convention, as the built-in ones are; any other namespaced (as kustomize takes every custom kind)."""
     cluster = (kind.startswith("Cluster") and kind != "Cluster") or (kind.endswith("Class") and kind != "Class")
-    return "Cluster" if cluster else "Namespaced"
+    return "Cluster" if cluster or kind in cluster_kinds else "Namespaced"
+
+
+def _cluster_kinds(files: Mapping[str, bytes]) -> set[str]:
+    """Custom kinds no object of which names a namespace or lies where one is set for it (a kustomization's
+    `namespace:` in its directory or above, a Flux Kustomization's `targetNamespace` over its path): the
+    repository's objects say these are cluster-scoped."""
+    setters = set()
+    for path, doc in _documents(files):
+        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+        if path.rsplit("/", 1)[-1].startswith("kustomization.") and doc.get("namespace"):
+            setters.add(path.rsplit("/", 1)[0] if "/" in path else "")
+        elif doc.get("kind") == "Kustomization" and spec.get("targetNamespace") and spec.get("path"):
+            where = os.path.normpath(str(spec["path"]).removeprefix("./").strip("/") or ".")
+            setters.add("" if where == "." else where)
+    namespaced, seen = set(), set()
+    for path, doc in _documents(files):
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        if path.rsplit("/", 1)[-1].startswith("kustomization.") or "." not in str(doc.get("apiVersion", "")):
+            continue
+        kind = str(doc.get("kind"))
+        seen.add(kind)
+        if meta.get("namespace") or any(s == "" or path.startswith(s + "/") for s in setters):
+            namespaced.add(kind)
+    return seen - namespaced
 
 
 def _kinds(files: Mapping[str, bytes]) -> set[tuple[str, str, str]]:
@@ -467,7 +492,7 @@ class Cluster:
         assert code == 200, out
         return list(out["items"])
 
-    def serve(self, kinds: set[tuple[str, str, str]]) -> None:
+    def serve(self, kinds: set[tuple[str, str, str]], cluster_kinds: frozenset[str] | set[str] = frozenset()) -> None:
         """A permissive CRD for each (group, version, kind) the API does not serve yet."""
         if not self.resources:
             self._discover()
@@ -484,7 +509,7 @@ class Cluster:
             plural = kind.lower() + ("es" if kind.lower().endswith("s") else "s")
             self.apply({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                         "metadata": {"name": f"{plural}.{group}", "annotations": _approval(group)},
-                        "spec": {"group": group, "scope": _scope(kind),
+                        "spec": {"group": group, "scope": _scope(kind, cluster_kinds),
                                  "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
                                            "listKind": f"{kind}List"},
                                  "versions": [{"name": version, "served": True, "storage": version == versions[0],
@@ -509,7 +534,7 @@ class Cluster:
         `root` is the bootstrap path the root Kustomization `flux-system` applies."""
         assert self.artifacts is not None
         kinds = _kinds(files)
-        self.serve(kinds)
+        self.serve(kinds, _cluster_kinds(files))
         self.touched |= {(g, k) for g, _, k in kinds}
         for kind, name in sorted(_substitution_referents(files)):
             self.apply({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": NAMESPACE},
