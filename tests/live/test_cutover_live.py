@@ -121,6 +121,7 @@ def test_the_cutover_through_real_flux_on_a_real_monolith(
     file, _ = flux_kustomizations(repo)[legacy]
     assert write_config(repo, apps, posixpath.dirname(file), units)
     merge(repo, "adopt wave-bot")
+    (tmp_path / "liveflux").mkdir()
     with cluster(tmp_path / "liveflux") as own:  # its own: a custom kind's scope, once served, is fixed
         outcome = cutover(own, repo, legacy, capsys)
     print(f"{archive.name if archive else ''}: the cutover through real Flux: {outcome}")
