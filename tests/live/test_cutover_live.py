@@ -66,7 +66,7 @@ def play_merge(live: Cluster, repo: Path, label: str, legacy: set[str], root: st
     deleted = live.deletions(since)
     assert not liveplay.stalled(live), f"{label}: not applied, so its verdict would prove nothing: " \
                                        f"{liveplay.stalled(live)}"
-    TIMES[f"{repo.name}: {label}"] = time.monotonic() - started
+    TIMES[f"{repo.parent.name}/{repo.name}: {label}"] = time.monotonic() - started
     allowed = accepted(repo)
     unaccepted = {r for r in deleted if liveplay.named(r) not in allowed and not (
         (r.group, r.kind) == (FLUX_GROUP, "Kustomization") and r.name in legacy)}
@@ -79,22 +79,21 @@ def cutover(live: Cluster, repo: Path, legacy: str, capsys: pytest.CaptureFixtur
     """Deployed, step 1, step 2, each merged and played; returns how far it went."""
     live.reset()
     keep = liveplay.sample(liveplay.tree(repo))
-    if keep is not None:
-        print(f"{repo.name}: too heavy to play whole; played: {', '.join(sorted(keep))} (and the Kustomizations "
-              f"outside ks.yaml files)")
+    note = "" if keep is None else (f" (too heavy to play whole: played {', '.join(sorted(keep))} and the "
+                                    f"Kustomizations outside ks.yaml files)")
     play_merge(live, repo, "deployed", set(), keep=keep)
     for step in (1, 2):
         before = snapshot(repo)
         code, err = apply(repo, capsys)
         if refused(repo, before, code, err):
-            return f"step {step} refused: {err.splitlines()[0][:300]}"
+            return f"step {step} refused{note}: {err.splitlines()[0][:300]}"
         assert code == 0, err
         merge(repo, f"wave-bot step {step}")
         deleted = play_merge(live, repo, f"step {step}", {legacy}, keep=keep)
         if step == 2:
             assert legacy not in flux_kustomizations(repo)
             print(f"{repo.name}: step 2 deleted {sorted(map(liveplay.named, deleted))}")
-    return "split"
+    return "split" + note
 
 
 def test_the_cutover_through_real_flux_on_the_flattened_dir_per_app_example(
