@@ -137,6 +137,7 @@ def test_the_held_move_deletes_nothing_through_real_flux_and_its_follow_up_neith
                      name="homelab")
     live.reset()
     root = liveplay.play(live, repo, "deployed")
+    assert not liveplay.stalled(live), liveplay.stalled(live)
     assert root != "./clusters/base", "the waves decrypt only through a cluster overlay"
     deployed = git(repo, "rev-parse", "HEAD").strip()
     plex = (repo / "catalog/plex.yaml").read_text()
@@ -168,6 +169,7 @@ def test_the_same_move_made_unheld_deletes_the_claim_through_real_flux_as_wave_b
                      name="homelab-unheld")
     live.reset()
     root = liveplay.play(live, repo, "deployed")
+    assert not liveplay.stalled(live), liveplay.stalled(live)
     deployed = git(repo, "rev-parse", "HEAD").strip()
     plex = (repo / "catalog/plex.yaml").read_text()
     write_files(repo, {"catalog/plex.yaml": plex + "  dependencies:\n    - to: sonarr\n"})

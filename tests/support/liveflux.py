@@ -14,7 +14,7 @@ What runs, and what stands in for what does not:
   local HTTP, and the harness writes the GitRepository `flux-system` status as source-controller
   would (artifact url, revision `main@sha1:…`, `sha256:` digest, lastUpdateTime; Ready=True).
 - No kubelet, scheduler, volume binder or workload controller runs: nothing becomes a Pod. While
-  it waits for a revision, the harness writes the status those would: every Deployment rolled out
+  it waits for a revision, the harness writes the status those would: every Deployment and StatefulSet rolled out
   and available, every claim Bound, and every HelmRelease, Flux source (but the GitRepository it
   serves) and object of a permissive CRD Ready at its generation, as their controllers would; so
   kustomize-controller's health checks (`wait: true`, `healthChecks`, kstatus) pass once an object
@@ -362,7 +362,9 @@ class Cluster:
             f"--audit-policy-file={w / 'audit-policy.yaml'}", f"--audit-log-path={w / 'audit.log'}",
             "--audit-log-format=json", "--audit-log-mode=blocking", "--v=0",
             # Real repositories scale idle apps to zero with an HPA (minReplicas: 0); their clusters enable it.
-            "--feature-gates=HPAScaleToZero=true"])
+            "--feature-gates=HPAScaleToZero=true",
+            # As a cluster whose kubelets allow them (an act runner's DinD sidecar is privileged).
+            "--allow-privileged=true"])
         self.server = f"https://127.0.0.1:{api_port}"
         (w / "kubeconfig").write_text(json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": "oracle",
@@ -611,6 +613,14 @@ class Cluster:
                                   "lastUpdateTime": now, "lastTransitionTime": now},
                                  {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
                                   "lastUpdateTime": now, "lastTransitionTime": now}]})
+        for d in self.list("apps", "StatefulSet"):
+            meta, status = d["metadata"], d.get("status") or {}
+            if status.get("observedGeneration") == meta["generation"] or meta.get("deletionTimestamp"):
+                continue
+            replicas = (d.get("spec") or {}).get("replicas", 1)
+            self._status("apps", "StatefulSet", d, {"observedGeneration": meta["generation"], "replicas": replicas,
+                             "readyReplicas": replicas, "currentReplicas": replicas, "updatedReplicas": replicas,
+                             "availableReplicas": replicas, "currentRevision": "r1", "updateRevision": "r1"})
         # What helm-controller, source-controller and the custom kinds' own controllers would report once
         # they handled an object: Ready at its generation (kstatus and Flux's health checks read that).
         for group, kind in sorted(self.touched & (self.permissive | READY_BY_OTHERS)):
