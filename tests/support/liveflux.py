@@ -14,13 +14,17 @@ What runs, and what stands in for what does not:
   local HTTP, and the harness writes the GitRepository `flux-system` status as source-controller
   would (artifact url, revision `main@sha1:…`, `sha256:` digest, lastUpdateTime; Ready=True).
 - No kubelet, scheduler, volume binder or workload controller runs: nothing becomes a Pod. While
-  it waits for a revision, the harness writes the status those would: every Deployment rolled out
-  and available, every claim Bound; so kustomize-controller's health checks (`wait: true`,
-  `healthChecks`, kstatus) pass once an object is applied. What this cannot show: a Kustomization
+  it waits for a revision, the harness writes the status those would: every Deployment and StatefulSet rolled out
+  and available, every claim Bound, and every HelmRelease, Flux source (but the GitRepository it
+  serves) and object of a permissive CRD Ready at its generation, as their controllers would; so
+  kustomize-controller's health checks (`wait: true`, `healthChecks`, kstatus) pass once an object
+  is applied. What this cannot show: a Kustomization
   held back by a workload that never becomes healthy (its dependents then wait on it).
-- Kinds the control plane does not serve get a permissive CRD (any spec), named by the repository's
-  objects: `HelmRelease` among them, whose release helm-controller would install and uninstall: it
-  does not run, so a chart's objects never exist and their uninstall is not observed.
+- Kinds the control plane does not serve get a permissive CRD (any spec; cluster-scoped for a
+  `Cluster*` or `*Class` kind or one whose objects the repository never gives a namespace, nor
+  applies where one is set, else namespaced; every version a revision names), named by the
+  repository's objects: `HelmRelease` among them, whose release helm-controller would install and
+  uninstall: it does not run, so a chart's objects never exist and their uninstall is not observed.
 - Test fixtures abbreviate some objects (a Deployment or a claim without a spec) that the API
   server would refuse; the artifact fills the smallest valid spec in where one is missing (nothing
   of identity, labels or annotations changes). Namespaces that objects name but no revision defines
@@ -66,6 +70,13 @@ POLL = 0.15
 SETTLE = 0.5
 """Seconds a settled state must hold (the same Kustomization states and no new delete in the audit
 log) before a revision counts as handled: each condition is explicit, this only guards the reads."""
+SOPS_AGE_SECRET = "sops-age"
+"""The Secret in flux-system kustomize-controller falls back to for SOPS age keys (`--sops-age-secret`, as
+repositories that bootstrap with the flux-operator configure it); a test creates it where it holds the key."""
+READY_BY_OTHERS = {("helm.toolkit.fluxcd.io", "HelmRelease"), ("source.toolkit.fluxcd.io", "OCIRepository"),
+                   ("source.toolkit.fluxcd.io", "HelmRepository"), ("source.toolkit.fluxcd.io", "GitRepository"),
+                   ("source.toolkit.fluxcd.io", "Bucket"), ("source.toolkit.fluxcd.io", "HelmChart")}
+"""Flux kinds whose controllers do not run here: the harness writes them Ready (see the module's docstring)."""
 TOKEN = "wave-bot-oracle-admin"  # noqa: S105 - a loopback-only test cluster's token
 
 _local = threading.local()
@@ -249,6 +260,44 @@ def _substitution_referents(files: Mapping[str, bytes]) -> set[tuple[str, str]]:
     return named - defined
 
 
+def _approval(group: str) -> dict[str, str]:
+    """The annotation the API server requires of a CRD in a protected group (*.k8s.io, *.kubernetes.io)."""
+    protected = group.endswith((".k8s.io", ".kubernetes.io")) or group in ("k8s.io", "kubernetes.io")
+    return {"api-approved.kubernetes.io": "unapproved, a permissive test CRD"} if protected else {}
+
+
+def _scope(kind: str, cluster_kinds: frozenset[str] | set[str]) -> str:
+    """A permissive CRD's scope: cluster-scoped for a kind in `cluster_kinds` (see `_cluster_kinds`), a
+    `Cluster*` kind (ClusterIssuer, ClusterSecretStore, ...) or a `*Class` (GatewayClass, ...) by
+    convention, as the built-in ones are; any other namespaced (as kustomize takes every custom kind)."""
+    cluster = (kind.startswith("Cluster") and kind != "Cluster") or (kind.endswith("Class") and kind != "Class")
+    return "Cluster" if cluster or kind in cluster_kinds else "Namespaced"
+
+
+def _cluster_kinds(files: Mapping[str, bytes]) -> set[str]:
+    """Custom kinds no object of which names a namespace or lies where one is set for it (a kustomization's
+    `namespace:` in its directory or above, a Flux Kustomization's `targetNamespace` over its path): the
+    repository's objects say these are cluster-scoped."""
+    setters = set()
+    for path, doc in _documents(files):
+        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+        if path.rsplit("/", 1)[-1].startswith("kustomization.") and doc.get("namespace"):
+            setters.add(path.rsplit("/", 1)[0] if "/" in path else "")
+        elif doc.get("kind") == "Kustomization" and spec.get("targetNamespace") and spec.get("path"):
+            where = os.path.normpath(str(spec["path"]).removeprefix("./").strip("/") or ".")
+            setters.add("" if where == "." else where)
+    namespaced, seen = set(), set()
+    for path, doc in _documents(files):
+        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+        if path.rsplit("/", 1)[-1].startswith("kustomization.") or "." not in str(doc.get("apiVersion", "")):
+            continue
+        kind = str(doc.get("kind"))
+        seen.add(kind)
+        if meta.get("namespace") or any(s == "" or path.startswith(s + "/") for s in setters):
+            namespaced.add(kind)
+    return seen - namespaced
+
+
 def _kinds(files: Mapping[str, bytes]) -> set[tuple[str, str, str]]:
     """(group, version, kind) of every object in `files` ("" for the core group)."""
     out = set()
@@ -273,6 +322,10 @@ class Cluster:
     """(group, kind) the API serves, known so far."""
     resources: dict[tuple[str, str], tuple[str, bool]] = field(default_factory=dict)
     """(group, kind) -> (API path prefix of its resource, namespaced)."""
+    permissive: set[tuple[str, str]] = field(default_factory=set)
+    """(group, kind) served by a permissive CRD of the harness's."""
+    versions: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    """The versions each permissive CRD serves, its storage version first."""
     touched: set[tuple[str, str]] = field(default_factory=set)
     """(group, kind) of every object played so far: what reset() clears from `default`."""
     _ctx: ssl.SSLContext = field(default_factory=lambda: ssl._create_unverified_context())  # noqa: S323
@@ -321,7 +374,11 @@ class Cluster:
             f"--service-account-key-file={w / 'sa.pub'}", f"--service-account-signing-key-file={w / 'sa.key'}",
             f"--token-auth-file={w / 'tokens.csv'}", "--authorization-mode=AlwaysAllow",
             f"--audit-policy-file={w / 'audit-policy.yaml'}", f"--audit-log-path={w / 'audit.log'}",
-            "--audit-log-format=json", "--audit-log-mode=blocking", "--v=0"])
+            "--audit-log-format=json", "--audit-log-mode=blocking", "--v=0",
+            # Real repositories scale idle apps to zero with an HPA (minReplicas: 0); their clusters enable it.
+            "--feature-gates=HPAScaleToZero=true",
+            # As a cluster whose kubelets allow them (an act runner's DinD sidecar is privileged).
+            "--allow-privileged=true"])
         self.server = f"https://127.0.0.1:{api_port}"
         (w / "kubeconfig").write_text(json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": "oracle",
@@ -342,6 +399,7 @@ class Cluster:
         for crd in sorted((self.bin / "crds").glob("*.yaml")):
             self.apply_yaml(crd.read_bytes())
         self._wait(self._crds_established, 60, "Flux's CRDs to be established")
+        (w / "tmp").mkdir(exist_ok=True)
         self.artifacts = Artifacts(w / "artifacts")
         self.artifacts.root.mkdir()
         self.artifact_url = self.artifacts.start()
@@ -349,8 +407,11 @@ class Cluster:
             str(self.bin / "kustomize-controller"),
             "--enable-leader-election=false", "--watch-all-namespaces=true",
             f"--metrics-addr=127.0.0.1:{_free_port()}", f"--health-addr=127.0.0.1:{_free_port()}",
-            "--requeue-dependency=200ms", "--no-remote-bases=true", "--http-retry=2", "--log-level=info"],
-            env={"RUNTIME_NAMESPACE": NAMESPACE, "KUBECONFIG": str(w / "kubeconfig")})
+            "--requeue-dependency=200ms", "--no-remote-bases=true", "--http-retry=2", "--log-level=info",
+            f"--sops-age-secret={SOPS_AGE_SECRET}"],
+            # Its own TMPDIR: at start it purges stale kustomization-* build dirs there, which would
+            # include those of another cluster's controller running on the same machine.
+            env={"RUNTIME_NAMESPACE": NAMESPACE, "KUBECONFIG": str(w / "kubeconfig"), "TMPDIR": str(w / "tmp")})
         self.apply({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
                     "metadata": {"name": NAMESPACE, "namespace": NAMESPACE},
                     "spec": {"url": "https://git.invalid/repository", "interval": "10m",
@@ -471,25 +532,32 @@ class Cluster:
         assert code == 200, out
         return list(out["items"])
 
-    def serve(self, kinds: set[tuple[str, str, str]]) -> None:
+    def serve(self, kinds: set[tuple[str, str, str]], cluster_kinds: frozenset[str] | set[str] = frozenset()) -> None:
         """A permissive CRD for each (group, version, kind) the API does not serve yet."""
         if not self.resources:
             self._discover()
         added = False
-        for group, version, kind in sorted(kinds):
-            if (group, kind) in self.resources or not group:
-                continue
+        # Decided before any is applied: applying a CRD clears `resources` (rediscovered on demand).
+        # A kind served by a permissive CRD gains any version a revision names (the first stays the storage).
+        missing: dict[tuple[str, str], set[str]] = {}
+        for g, v, k in sorted(kinds):
+            if g and ((g, k) not in self.resources or (g, k) in self.permissive and v not in self.versions[(g, k)]):
+                missing.setdefault((g, k), set()).add(v)
+        for (group, kind), new in sorted(missing.items()):
+            versions = self.versions.setdefault((group, kind), [])
+            versions += sorted(new - set(versions))
             plural = kind.lower() + ("es" if kind.lower().endswith("s") else "s")
             self.apply({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                        "metadata": {"name": f"{plural}.{group}"},
-                        "spec": {"group": group, "scope": "Namespaced",
+                        "metadata": {"name": f"{plural}.{group}", "annotations": _approval(group)},
+                        "spec": {"group": group, "scope": _scope(kind, cluster_kinds),
                                  "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
                                            "listKind": f"{kind}List"},
-                                 "versions": [{"name": version, "served": True, "storage": True,
+                                 "versions": [{"name": version, "served": True, "storage": version == versions[0],
                                                "schema": {"openAPIV3Schema": {
                                                    "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                                               "subresources": {"status": {}}}]}})
+                                               "subresources": {"status": {}}} for version in versions]}})
             added = True
+            self.permissive.add((group, kind))
         if added:
             self._wait(self._crds_established, 60, "the permissive CRDs to be established")
             time.sleep(1)  # discovery and kustomize-controller's REST mapper catch up
@@ -501,11 +569,12 @@ class Cluster:
         audit = self.work / "audit.log"
         return audit.stat().st_size if audit.exists() else 0
 
-    def play(self, files: Mapping[str, bytes], label: str, timeout: float = 120) -> str:
-        """Serve `files` as the GitRepository's new revision; return once every Kustomization handled it."""
+    def play(self, files: Mapping[str, bytes], label: str, timeout: float = 120, root: str = "./clusters/base") -> str:
+        """Serve `files` as the GitRepository's new revision; return once every Kustomization handled it.
+        `root` is the bootstrap path the root Kustomization `flux-system` applies."""
         assert self.artifacts is not None
         kinds = _kinds(files)
-        self.serve(kinds)
+        self.serve(kinds, _cluster_kinds(files))
         self.touched |= {(g, k) for g, _, k in kinds}
         for kind, name in sorted(_substitution_referents(files)):
             self.apply({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": NAMESPACE},
@@ -534,7 +603,7 @@ class Cluster:
         assert code == 200, out
         self.apply({"apiVersion": f"{FLUX_GROUP}/v1", "kind": "Kustomization",
                     "metadata": {"name": NAMESPACE, "namespace": NAMESPACE},
-                    "spec": {"interval": "10m", "path": "./clusters/base", "prune": True,
+                    "spec": {"interval": "10m", "path": root, "prune": True,
                              "sourceRef": {"kind": "GitRepository", "name": NAMESPACE}}})
         try:
             self._wait(lambda: self._settled(revision), timeout, f"every Kustomization to handle {label}")
@@ -582,6 +651,26 @@ class Cluster:
                                   "lastUpdateTime": now, "lastTransitionTime": now},
                                  {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
                                   "lastUpdateTime": now, "lastTransitionTime": now}]})
+        for d in self.list("apps", "StatefulSet"):
+            meta, status = d["metadata"], d.get("status") or {}
+            if status.get("observedGeneration") == meta["generation"] or meta.get("deletionTimestamp"):
+                continue
+            replicas = (d.get("spec") or {}).get("replicas", 1)
+            self._status("apps", "StatefulSet", d, {"observedGeneration": meta["generation"], "replicas": replicas,
+                             "readyReplicas": replicas, "currentReplicas": replicas, "updatedReplicas": replicas,
+                             "availableReplicas": replicas, "currentRevision": "r1", "updateRevision": "r1"})
+        # What helm-controller, source-controller and the custom kinds' own controllers would report once
+        # they handled an object: Ready at its generation (kstatus and Flux's health checks read that).
+        for group, kind in sorted(self.touched & (self.permissive | READY_BY_OTHERS)):
+            code, found = self._request("GET", self.path(group, kind, ""))
+            for o in found["items"] if code == 200 else []:  # a new CRD's storage may still be starting
+                meta, status = o["metadata"], o.get("status") or {}
+                if status.get("observedGeneration") == meta.get("generation") or meta.get("deletionTimestamp") or (
+                        (group, kind, meta["name"]) == ("source.toolkit.fluxcd.io", "GitRepository", NAMESPACE)):
+                    continue
+                self._status(group, kind, o, {"observedGeneration": meta.get("generation"), "conditions": [
+                    {"type": "Ready", "status": "True", "reason": "Succeeded", "message": "written by the harness",
+                     "lastTransitionTime": now, "observedGeneration": meta.get("generation")}]})
         for c in self.list("", "PersistentVolumeClaim"):
             if (c.get("status") or {}).get("phase") != "Bound" and not c["metadata"].get("deletionTimestamp"):
                 modes = (c.get("spec") or {}).get("accessModes")
@@ -590,7 +679,7 @@ class Cluster:
 
     def _status(self, group: str, kind: str, obj: Mapping[str, Any], status: Mapping[str, Any]) -> None:
         meta = obj["metadata"]
-        url = self.path(group, kind, meta["namespace"], meta["name"]) + "/status"
+        url = self.path(group, kind, meta.get("namespace", ""), meta["name"]) + "/status"
         code, out = self._request("PATCH", url, json.dumps({"status": status}).encode(),
                                   "application/merge-patch+json")
         assert code == 200 or meta.get("deletionTimestamp") or code == 404, f"status of {kind} {meta['name']}: {out}"
