@@ -237,6 +237,34 @@ def test_the_model_reconciles_no_kustomization_whose_source_is_not_in_its_namesp
         dataclasses.replace(child, namespace="flux-system"), X}
 
 
+def test_a_waiting_wave_that_applies_a_never_ready_child_holds_back_the_waves_after_it() -> None:
+    # wave 0 (wait: true) applies a child its unit moves out of flux-system (no source there: never
+    # Ready); its health check times out, so wave 1, which depends on it, never reconciles the
+    # revision and prunes nothing (tests/live/test_fluxsim_live.py plays it through real Flux).
+    source = "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+
+    def world(wait: bool, namespace: str) -> dict[str, bytes]:
+        files = two_waves(b=cm("y"))
+        w0 = flux_k("w0", "apps/w0", extra="  wait: true\n" if wait else "")
+        return {**files, "clusters/base/w0.yaml": w0, "apps/w0/kustomization.yaml": b"resources: [child]\n",
+                "apps/w0/child/kustomization.yaml": f"namespace: {namespace}\nresources: [k.yaml]\n".encode(),
+                "apps/w0/child/k.yaml": flux_k("child", "kubernetes/child", extra=source),
+                "kubernetes/child/x.yaml": cm("x")}
+
+    def base(wait: bool) -> dict[str, bytes]:
+        return {**two_waves(b=cm("y")), "clusters/base/w0.yaml": world(wait, "")["clusters/base/w0.yaml"]}
+
+    y = Rid("", "ConfigMap", "default", "y")
+    head = world(True, "elsewhere")
+    del head["apps/w1/a.yaml"]
+    head["apps/w1/.keep.yaml"] = b""
+    assert simulate(base(True), head).deleted == set()  # y stays: wave 1 waits on wave 0 for good
+    unwaited = {**head, "clusters/base/w0.yaml": flux_k("w0", "apps/w0")}
+    assert simulate(base(False), unwaited).deleted == {y}  # without wait, wave 0 is Ready once applied
+    ready = {**head, **{k: v for k, v in world(True, "flux-system").items() if k.startswith("apps/w0/")}}
+    assert simulate(base(True), ready).deleted == {y}  # a child that reconciles becomes Ready
+
+
 def test_the_model_applies_nothing_of_a_root_holding_a_kustomization_without_a_namespace() -> None:
     base = two_waves(a=cm("x"), b=cm("y"))
     head = {k: v for k, v in base.items() if k != "clusters/base/w1.yaml"} | {

@@ -196,6 +196,24 @@ def test_a_nested_kustomization_moved_out_of_flux_system_finds_no_source(live: C
     assert real == {Rid(FLUX_GROUP, "Kustomization", "elsewhere", "child")}
 
 
+def test_a_waiting_wave_holding_a_never_ready_child_holds_back_the_next_wave(live: Cluster) -> None:
+    """Wave 0 (`wait: true`, a short timeout) applies a Flux Kustomization its unit kustomization
+    moves out of flux-system, which never becomes Ready: wave 0's health check times out, so wave 1
+    never reconciles the revision that removes `y`, and nothing is deleted (the rule `stalls()` left
+    the random lane for; the simulation models it now)."""
+    base = waves(b"", cm("y"), extra="  wait: true\n  timeout: 15s\n")
+    head = {**base, "apps/w0/kustomization.yaml": b"resources: [child]\n",
+            "apps/w0/child/kustomization.yaml": b"namespace: elsewhere\nresources: [child.yaml]\n",
+            "apps/w0/child/child.yaml": flux("child", "kubernetes/child"), "kubernetes/child/x.yaml": cm("x"),
+            "apps/w1/.keep.yaml": b""}
+    del head["apps/w0/.keep.yaml"], head["apps/w1/a.yaml"]
+    _, real = judge(live, base, head)
+    assert real == set()  # y stays: wave 1 waits on wave 0
+    (w0,) = [k for k in live.list(FLUX_GROUP, "Kustomization") if k["metadata"]["name"] == "w0"]
+    ready = next(c for c in w0["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "False", ready
+
+
 def test_a_kustomization_without_a_namespace_fails_the_roots_apply(live: Cluster) -> None:
     """A Flux Kustomization in the root's build without metadata.namespace: the API server refuses
     it, the root's apply fails, and the root applies nothing of the revision and deletes nothing."""
@@ -222,11 +240,11 @@ def stalls(w: Any) -> bool:
     """Whether the world holds a child Kustomization its unit's kustomization moves out of
     flux-system (its sourceRef then finds no GitRepository, and it is never Ready). The waves
     health-check what they apply (`wait: true`), so real Flux holds the wave at "Running health
-    checks" for its whole `timeout` (5m) and every later wave waits on it: a third disagreement
-    (the simulation does not model health checks, so it lets the later waves reconcile), not yet
-    modelled; left out of the random lane until it is (issue 31). The hand transition
-    test_a_nested_kustomization_moved_out_of_flux_system_finds_no_source plays the shape without
-    `wait`."""
+    checks" for its whole `timeout` (the worlds' 5m) and every later wave waits on it. The
+    simulation models that (Spec.wait), and the hand transition
+    test_a_waiting_wave_holding_a_never_ready_child_holds_back_the_next_wave plays it through real
+    Flux with a short timeout; such worlds are left out of the random lane only for time: each would
+    hold a control plane's workers for the 5 minutes."""
     return any(shape.startswith("child") and w.dressing.get(name, (False,))[0] for name, shape in w.shapes.items())
 
 

@@ -148,6 +148,9 @@ class Spec:
     substitute_from: bool = False
     """spec.postBuild.substituteFrom is set: variables the sim cannot read may be set there."""
     source: tuple[str, str, str] | None = None
+    wait: bool = False
+    """spec.wait: it is Ready only once what it applied is; a nested Kustomization among that which
+    never becomes Ready holds it not Ready (after its apply and prune), and its dependents wait."""
     """Its sourceRef (kind, namespace, name), the namespace defaulting to the Kustomization's own as
     applied; None: no sourceRef written (the bootstrap source, as the hand-made cases abbreviate)."""
 
@@ -243,6 +246,7 @@ def _spec(name: str, spec: Mapping[str, Any], namespace: str) -> Spec:
         name=name,
         path=str(spec.get("path", "")).removeprefix("./") or ".",
         prune=spec.get("prune") is True,
+        wait=spec.get("wait") is True,
         deletion_policy=str(spec.get("deletionPolicy") or ""),
         depends_on=tuple(str(d.get("name")) for d in spec.get("dependsOn") or []),
         child_patches=tuple(patches),
@@ -742,6 +746,9 @@ def _history(
         while deferred:
             m, depth = deferred.pop(0)
             apply(m, actor, depth, late=True)
+        if spec.wait and any(m.child is not None and (not m.child.has_source or flux_build(head, m.child) is None)
+                             for m in manifests):
+            failed.add(actor)  # its health check times out on the child: applied and pruned, never Ready
     for rid, d in deleted.items():
         outcome.deletions.setdefault(rid, set()).add(d)
     outcome.always = set(deleted) if outcome.always is None else outcome.always & set(deleted)
