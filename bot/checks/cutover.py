@@ -22,6 +22,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.checks import grouping
 from bot.checks.removal import FluxReference, ListItem, removal_changes
 from bot.config import Config
 from bot.errors import WaveBotError
@@ -399,7 +400,7 @@ def repathed(tree: Tree, model: FluxModel, moves: Sequence[Change]) -> list[Chan
     for ks in model.kustomizations():
         if ks.path is None or ks.synthesized or tree.kind(ks.path) is not None:
             continue
-        unit, moved = _moved(ks.path, moving)
+        unit, moved = grouping.moved(ks.path, moving)
         if unit is None:
             continue
         data = edits.get(ks.file, tree.read(ks.file))
@@ -494,19 +495,6 @@ def outside_units_note(legacy: FluxKustomization, parts: Mapping[str, int]) -> s
             "to move them into waves instead")
 
 
-def _moved(path: str, moving: Mapping[str, str]) -> tuple[str | None, str]:
-    """The moving unit `path` is in (None: none) and where `path` is once moved. Units do not nest, so
-    the one `path` is in is the first of its ancestors that moves: a look-up per level, not a scan of
-    every move (a repository of thousands of units moves thousands)."""
-    probe = path
-    while probe and probe != ".":
-        target = moving.get(probe)
-        if target is not None:
-            return probe, target + path[len(probe):]
-        probe = posixpath.dirname(probe)
-    return None, path
-
-
 def _ancestors(paths: Iterable[str]) -> set[str]:
     """Every directory strictly above one of `paths`."""
     out: set[str] = set()
@@ -538,8 +526,8 @@ def check_references_kept(tree: Tree, moves: Sequence[Change], replaced: Sequenc
             continue
         if (ref.kustomization, ref.line) in rewritten:
             continue
-        here, here_after = _moved(ref.kustomization, moving)
-        there, there_after = _moved(ref.path, moving)
+        here, here_after = grouping.moved(ref.kustomization, moving)
+        there, there_after = grouping.moved(ref.path, moving)
         relative = posixpath.relpath(ref.path, posixpath.dirname(ref.kustomization) or ".")
         if posixpath.normpath(posixpath.join(posixpath.dirname(here_after), relative)) == there_after:
             continue  # inside one unit, neither moving, or a move at the same depth: the entry still holds

@@ -277,8 +277,9 @@ def _unit_kustomization(group: Mapping[str, Any], own: str, transforms: Sequence
 
 
 def moved(path: str, moving: Mapping[str, str]) -> tuple[str | None, str]:
-    """The moving unit `path` is in (None: none) and where `path` is once moved (units do not nest:
-    the first of its ancestors that moves)."""
+    """The moving unit `path` is in (None: none) and where `path` is once moved. Units do not nest, so
+    the one `path` is in is the first of its ancestors that moves: a look-up per level, not a scan of
+    every move (a repository of thousands of units moves thousands)."""
     probe = path
     while probe and probe != ".":
         target = moving.get(probe)
