@@ -122,45 +122,63 @@ def retire_change(tree: Tree, legacy: FluxKustomization) -> Change:
     return Change("delete", legacy.path) if rest is None else Change("update", legacy.path, content=rest)
 
 
-def _release_setting(legacy: FluxKustomization) -> tuple[str, str]:
-    """The one spec field (and value) that makes deleting `legacy` delete nothing: with these
-    policies the finalizer deletes whatever spec.prune says, so only Orphan releases."""
+def _release_settings(legacy: FluxKustomization) -> list[tuple[str, str]]:
+    """The spec fields (and values) that make `legacy` delete nothing, neither when it is deleted
+    nor when it reconciles a revision before the root deletes it.
+
+    Delete and WaitForTermination make the finalizer delete whatever spec.prune says, so only Orphan
+    releases a deletion; and `prune: false` is needed as well, for at step 2 the legacy may still
+    reconcile the split revision before the root removes it, and with `prune: true` it would prune
+    every unit that moved into a wave (real Flux did, tests/live/test_cutover_live.py)."""
+    out = [("prune", "false")] if legacy.prune else []
     if legacy.deletion_policy in ("Delete", "WaitForTermination"):
-        return "deletionPolicy", "Orphan"
-    return "prune", "false"
+        out.append(("deletionPolicy", "Orphan"))
+    return out or [("prune", "false")]
 
 
 def release_change(tree: Tree, legacy: FluxKustomization) -> Change | None:
-    """Step 1's only edit: `prune: false` (or `deletionPolicy: Orphan`) on the legacy Kustomization.
+    """Step 1's only edit: `prune: false` (and `deletionPolicy: Orphan` where the policy deletes
+    whatever prune says) on the legacy Kustomization.
 
-    Only the value on that one line changes; comments and formatting stay. None when the work tree
+    Only the value on those lines changes; comments and formatting stay. None when the work tree
     already releases it (the pull request made step 1 itself).
     """
-    if not legacy.deletes_on_removal:
+    if not legacy.deletes_on_removal and not legacy.prune:
         return None
     data = tree.read(legacy.path)
     index, doc = legacy_document(tree, legacy)
     spec = doc.value.get("spec") or {}
-    key, value = _release_setting(legacy)
     lines = data.decode().splitlines(keepends=True)
-    at = doc.info.line(("spec", key)) - 1
-    released = False if key == "prune" else value
-    if key in spec and spec[key] == released:
-        # The file releases it already, so an overlay's patch makes it delete: editing this line
-        # would change nothing, and step 1 would come back after every merge.
-        raise WaveBotError(f"spec.{key} is already {value} here, yet {legacy.name} deletes what it owns on removal: "
-                           f"an overlay's patch sets {'prune: true' if key == 'prune' else 'its deletionPolicy'} "
-                           "on it, which step 1 cannot release by editing this file",
-                           path=legacy.path, line=at + 1,
-                           hint=f"set spec.{key}: {value} in that patch (or drop spec.{key} from it), then run "
-                                "wave-bot again")
-    edited = re.sub(rf"^(\s*{key}:\s*)([^\s#]+|\"[^\"]*\"|'[^']*')", rf"\g<1>{value}", lines[at], count=1)
-    out = "".join([*lines[:at], edited, *lines[at + 1:]]).encode()
+    want = dict(spec)
+    settings = _release_settings(legacy)
+    for key, value in settings:
+        at = doc.info.line(("spec", key)) - 1 if key in spec else -1
+        released: Any = False if key == "prune" else value
+        want[key] = released
+        if key in spec and spec[key] == released:
+            # The file releases it already, so an overlay's patch makes it delete: editing this file
+            # would change nothing, and step 1 would come back after every merge.
+            sets = "prune: true" if key == "prune" else "its deletionPolicy"
+            raise WaveBotError(f"spec.{key} is already {value} here, yet {legacy.name} deletes what it owns on "
+                               f"removal: an overlay's patch sets {sets} "
+                               "on it, which step 1 cannot release by editing this file",
+                               path=legacy.path, line=at + 1,
+                               hint=f"set spec.{key}: {value} in that patch (or drop spec.{key} from it), then run "
+                                    "wave-bot again")
+        if at < 0:
+            raise WaveBotError(f"cannot set spec.{key}: {value} on {legacy.name} by editing one line",
+                               path=legacy.path, line=legacy.line, hint=f"set spec.{key}: {value} by hand")
+        edited = re.sub(rf"^(\s*{key}:\s*)([^\s#]+|\"[^\"]*\"|'[^']*')", rf"\g<1>{value}", lines[at], count=1)
+        if edited == lines[at]:
+            raise WaveBotError(f"cannot set spec.{key}: {value} on {legacy.name} by editing one line",
+                               path=legacy.path, line=at + 1, hint=f"set spec.{key}: {value} by hand")
+        lines[at] = edited
+    out = "".join(lines).encode()
     check = yamlio.load(out, legacy.path)[index]
-    want = {**spec, key: released}
-    if key not in spec or check.value.get("spec") != want:
+    if check.value.get("spec") != want:
+        key, value = settings[0]
         raise WaveBotError(f"cannot set spec.{key}: {value} on {legacy.name} by editing one line",
-                           path=legacy.path, line=at + 1, hint=f"set spec.{key}: {value} by hand")
+                           path=legacy.path, line=doc.info.line(("spec", key)), hint=f"set spec.{key}: {value} by hand")
     return Change("update", legacy.path, content=out)
 
 
@@ -617,9 +635,12 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
         children = []
     stateful = sorted(stateful_ids, key=str)
     protected = [*stateful, *sorted(children, key=str)]
-    key, value = _release_setting(c.legacy)
-    setting = f"{key}: {value}"
-    deployed_with = "prune: true" if key == "prune" else f"deletionPolicy: {c.legacy.deletion_policy}"
+    settings = _release_settings(c.legacy)
+    setting = "` and `".join(f"{k}: {v}" for k, v in settings)
+    deployed_with = " and ".join(["prune: true"] * c.legacy.prune + [f"deletionPolicy: {c.legacy.deletion_policy}"] * (
+        c.legacy.deletion_policy in ("Delete", "WaitForTermination"))) or "prune: true"
+    checks = "; ".join(f"`kubectl -n {ns} get kustomization {name} "
+                       f"-o jsonpath='{{.spec.{k}}}'` prints {v}" for k, v in settings)
     annotate = "\n".join(
         f"kubectl{f' -n {o.namespace}' if o.namespace else ''} annotate "
         f"{o.kind.lower()}{'.' + o.group if o.group else ''}/{o.name} {PRUNE_KEY}={PRUNE_DISABLED}"
@@ -640,8 +661,8 @@ def step_1_finding(c: Cutover, inventory: Inventory, config: Config, deepest: in
                 f"(according to {c.deployed}). Splitting the app tier removes it, and deleting a Kustomization "
                 f"that prunes deletes everything it still owns ({owned} object(s) here; the stateful ones: {listed}). "
                 f"So this change only sets `{setting}` on it, and nothing moves. Next: merge "
-                f"it, wait until it has reconciled (`flux get kustomization {name}`; `kubectl -n {ns} get "
-                f"kustomization {name} -o jsonpath='{{.spec.{key}}}'` prints {value}), then run wave-bot again "
+                f"it, wait until it has reconciled (`flux get kustomization {name}`; {checks}), then run wave-bot "
+                "again "
                 "(push to this branch, re-run the workflow, or `wave-bot apply --base <the deployed revision> "
                 f"--fix-overlays`): step 2 splits the app tier into {into}. Optionally protect the stateful "
                 f"objects{nested} meanwhile with the commands in the fix",
