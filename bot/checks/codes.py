@@ -48,6 +48,12 @@ CODES: tuple[Code, ...] = (
          "one recreates", deletes=True),
     Code("build-failed", "error",
          "a Flux Kustomization's build fails at the head (a missing path): Flux applies and prunes nothing of it"),
+    Code("apply-failed", "error",
+         "a Flux Kustomization's build gives an object of a namespaced kind with no namespace: its apply fails, "
+         "and Flux prunes nothing of it"),
+    Code("base-not-applied", "warning",
+         "a Flux Kustomization failed at the base and applies again: the cluster holds an older revision's objects, "
+         "which it now prunes unseen"),
     Code("depends-on-not-gating", "info",
          "a dependsOn target neither waits nor has health checks: the edge orders the apply only", tier=True),
     Code("sops-not-decrypted", "error",

@@ -122,12 +122,13 @@ def _key(finding: Finding) -> tuple[str, str | None, str]:
 
 def _deletions(ctx: ReviewContext) -> list[Finding]:
     if ctx.base is None:  # without a deployed revision only the head's build failures are known
-        return review.build_failure_findings((), ctx.head)
+        return review.build_failure_findings((), ctx.head) + review.apply_failure_findings((), ctx.head)
     return review.deletion_findings(ctx.base, ctx.head, ctx.config)
 
 
 REVIEW: dict[str, Producer] = {
-    "deletions": Producer(("resource-removed", "kustomization-renamed", "cross-kustomization-move", "build-failed"),
+    "deletions": Producer(("resource-removed", "kustomization-renamed", "cross-kustomization-move", "build-failed",
+                           "apply-failed", "base-not-applied"),
                           _deletions),
     "decryption": Producer(("sops-not-decrypted",), lambda ctx: review.sops_findings(ctx.head_model), True),
     "depends-on": Producer(("depends-on-missing",), lambda ctx: review.depends_on_findings(ctx.head), True),

@@ -99,6 +99,11 @@ class Unit:
     """`namespace/name` of each dependsOn entry that carries a `readyExpr`."""
     objects: tuple[Built, ...] = ()
     failure: Failure | None = None
+    apply_failure: Failure | None = None
+    """Its build succeeds but the controller's apply of it fails: it prunes nothing, as with `failure`."""
+    refused: ResourceId | None = None
+    """The object its apply fails on, when no other finding names it (a SOPS Secret: sops-not-decrypted; a
+    Flux Kustomization: kustomization-namespace-missing)."""
     external: bool = False
     """Its source is not this repository (OCIRepository, Bucket, ...): never built, never compared."""
 
@@ -213,6 +218,49 @@ def build_failure_findings(base: Iterable[Unit], head: Iterable[Unit]) -> list[F
     return out
 
 
+def apply_failure_findings(base: Iterable[Unit], head: Iterable[Unit]) -> list[Finding]:
+    """`apply-failed`: a head build the controller cannot apply for want of an object's namespace (and
+    that did not fail so at the base). The other apply failures have their own findings."""
+    before = {(u.key, u.refused) for u in base if u.refused is not None}
+    out = []
+    for u in head:
+        f = u.apply_failure
+        if f is None or u.refused is None or (u.key, u.refused) in before:
+            continue
+        out.append(Finding(
+            code="apply-failed", severity="error",
+            message=f"Kustomization {u.ref} ({u.cluster}) cannot be applied: {f.message.rstrip('.')}. So this "
+                    "change deletes nothing through it, and whatever dependsOn it waits",
+            path=f.path or u.path, line=f.line if f.path else u.line or None,
+            resource=str(u.refused), fix=f.hint,
+        ))
+    return out
+
+
+def recovered_findings(base: Iterable[Unit], head: Iterable[Unit]) -> list[Finding]:
+    """`base-not-applied`: a Kustomization whose build or apply fails at the base and not at the head. The
+    cluster still holds what the last revision it applied gave it, which the base revision does not
+    say; this change lets it prune again, so what left its build since then goes too."""
+    failing = {u.key: u.failure or u.apply_failure for u in base if u.failure or u.apply_failure}
+    out = []
+    for u in head:
+        was = failing.get(u.key)
+        if was is None or u.failure is not None or u.apply_failure is not None or not u.prune:
+            continue
+        namespace, _, name = u.ref.partition("/")
+        out.append(Finding(
+            code="base-not-applied", severity="warning",
+            message=f"Kustomization {u.ref} ({u.cluster}) fails at the base revision ({was.message.rstrip('.')}), "
+                    "so the cluster still holds what the last revision it applied gave it, which wave-bot does not "
+                    "see. This change makes it apply again, and Flux then prunes whatever of that it no longer "
+                    "builds: wave-bot judged the deletions against the base revision only",
+            path=u.path, line=u.line or None, resource=f"{FLUX_GROUP}/Kustomization {u.ref}",
+            fix=f"list what the cluster holds and compare it with the build:\nkubectl -n {namespace} get "
+                f"kustomization {name} -o jsonpath='{{.status.inventory.entries[*].id}}'\n",
+        ))
+    return out
+
+
 def deletion_findings(base: Sequence[Unit], head: Sequence[Unit], config: Config) -> list[Finding]:
     """Every deletion going from `base` to `head` makes Flux perform, with the build failures that stop it."""
     findings = build_failure_findings(base, head)
@@ -222,7 +270,17 @@ def deletion_findings(base: Sequence[Unit], head: Sequence[Unit], config: Config
     for u in base:
         if u.parent is not None:
             children.setdefault((u.cluster, u.parent), []).append(u)
-    failed = {u.key for u in head if u.failure is not None}
+    findings += apply_failure_findings(base, head) + recovered_findings(base, head)
+    failed = {u.key for u in head if u.failure is not None or u.apply_failure is not None}
+    # A Kustomization new at the head that only a failing apply would create never exists: it adopts nothing.
+    never: set[tuple[str, str]] = set()
+    while True:
+        more = {u.key for u in head if u.key not in base_by and u.key not in never and u.parent is not None
+                and ((u.cluster, u.parent) in failed or (u.cluster, u.parent) in never)}
+        if not more:
+            break
+        never |= more
+    head_by = {k: u for k, u in head_by.items() if k not in never}
     findings += _removed_kustomizations(base, base_by, head_by, children, failed, config)
     findings += _objects_leaving(base_by, head_by, failed, config)
     return findings
@@ -259,7 +317,7 @@ def _removed_kustomizations(
         if parent is None:
             continue  # its parent goes too: the parent's cascade covers it
         if parent_key in failed:
-            continue  # the parent's build fails: it applies and prunes nothing (build-failed says so)
+            continue  # the parent's build or apply fails: it prunes nothing (build-failed and the like say so)
         deployed = base_by.get(parent_key)
         if not parent.prune and (deployed is None or not deployed.prune):
             continue  # a parent that does not prune leaves it in the cluster, unmanaged
@@ -481,6 +539,7 @@ def units_of(model: FluxModel, config: Config) -> list[Unit]:
             failure = ks.build_failure
             unknown = failure is not None and failure.unsupported  # kustomize may build it: objects unknown
             exprs = ks.spec.get("healthCheckExprs")
+            refused = ks.apply_failure
             out.append(Unit(
                 cluster=cluster.name, namespace=ks.namespace, name=ks.name, path=ks.file, line=ks.line,
                 spec_path=ks.path or "", prune=ks.prune, deletion_policy=ks.deletion_policy,
@@ -492,6 +551,10 @@ def units_of(model: FluxModel, config: Config) -> list[Unit]:
                 objects=tuple(_built(o, config) for o in ks.objects),
                 failure=Failure(failure.path, failure.line, failure.message, failure.hint)
                 if failure is not None and not unknown else None,
+                apply_failure=Failure(refused.path, refused.line, refused.message, refused.hint)
+                if refused is not None else None,
+                refused=refused.refused if refused is not None and refused.refused is not None
+                and not refused.undecrypted and not _is_flux_ks(refused.refused) else None,
                 external=ks.external or unknown,
             ))
     return out
@@ -571,5 +634,8 @@ def feature_gate_on(tree: Tree) -> bool:
     return False
 
 
-__all__ = ["Built", "Failure", "Unit", "build_failure_findings", "deletion_findings", "depends_on_findings",
-           "feature_gate_on", "gating_findings", "moved_to", "with_moves", "orphan_step", "sops_findings", "units_of"]
+__all__ = [
+    "Built", "Failure", "Unit", "apply_failure_findings", "build_failure_findings", "deletion_findings",
+    "depends_on_findings", "feature_gate_on", "gating_findings", "moved_to", "orphan_step", "recovered_findings",
+    "sops_findings", "units_of", "with_moves",
+]

@@ -27,6 +27,7 @@ reconciles, and the objects each one's build gives, read from a `Tree` as kustom
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import posixpath
 from collections import deque
@@ -37,6 +38,7 @@ from typing import Any
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.flux.generator import GeneratedTree, generated_resources, has_kustomization
+from bot.flux.scope import Scopes
 from bot.flux.substitute import Variables, disabled, source_data, substitute_text, substitute_value
 from bot.flux.vocabulary import (
     BOOTSTRAP_DIR,
@@ -48,6 +50,7 @@ from bot.flux.vocabulary import (
     GIT_REPOSITORY,
     PRUNE_DISABLED,
     PRUNE_KEY,
+    is_encrypted_secret,
     is_flux_instance,
     is_flux_kustomization,
     is_git_repository,
@@ -116,6 +119,10 @@ class BuildFailure:
     unsupported: bool = False
     """True: kustomize may well build it, wave-bot cannot evaluate it (its objects are unknown).
     False: kustomize-controller fails the build, and applies and prunes nothing."""
+    refused: ResourceId | None = None
+    """For an apply failure (`FluxKs.apply_failure`): the object the controller or the API server refuses."""
+    undecrypted: bool = False
+    """For an apply failure: the refused object is a Secret still SOPS-encrypted (else: it has no namespace)."""
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.path and self.line else (self.path or "")
@@ -184,6 +191,9 @@ class FluxKs:
     """Made by `flux bootstrap` or the Flux Operator for a sync path (no file holds it as an object)."""
     built: tuple[Object, ...] = field(default=(), compare=False, repr=False)
     """The build's objects before postBuild substitution and commonMetadata (what the files say)."""
+    apply_failure: BuildFailure | None = None
+    """The build succeeds but kustomize-controller's apply of it fails (`_apply_failure`): it prunes
+    nothing of this revision, and creates none of the Kustomizations only this revision lists."""
 
     @property
     def namespace(self) -> str:
@@ -403,6 +413,8 @@ class _Reader:
                 index = {(o.id.kind, o.id.namespace, o.id.name): o.value for ks in kustomizations for o in ks.objects
                          if o.known and o.id.kind in ("ConfigMap", "Secret") and not o.id.group}
                 kustomizations = self._walk(entry, names[entry.path], index)
+            scopes = Scopes.of(o.value for ks in kustomizations for o in ks.objects if o.known)
+            kustomizations = [_as_served(ks, scopes) for ks in kustomizations]
             roots = tuple(ks_key(n.value) for n in entry.roots)
             clusters.append(Cluster(names[entry.path], entry.path, "; ".join(entry.how),
                                     roots[0] if len(roots) == 1 else None, tuple(kustomizations), entry.source,
@@ -700,6 +712,48 @@ class _Reader:
         off = any(str(_mapping(meta.get(k)).get(PRUNE_KEY, "")).casefold() == prune for k in ("labels", "annotations"))
         return Applied(rid, known, obj.source, value, off, tuple(sorted(unresolved | identity_unresolved)),
                        obj.document)
+
+
+def _as_served(ks: FluxKs, scopes: Scopes) -> FluxKs:
+    """`ks` as the API server takes what it applies: its cluster-scoped objects named without the
+    namespace kustomize wrote into them, and the apply failure, if any."""
+    objects = tuple(dataclasses.replace(o, id=served) if o.known and (served := scopes.served(o.id)) != o.id else o
+                    for o in ks.objects)
+    failure = _apply_failure(ks, objects, scopes)
+    if objects == ks.objects and failure is None:
+        return ks
+    return dataclasses.replace(ks, objects=objects, apply_failure=failure)
+
+
+def _apply_failure(ks: FluxKs, objects: tuple[Applied, ...], scopes: Scopes) -> BuildFailure | None:
+    """Why kustomize-controller's apply of a build that succeeds fails, before it prunes anything:
+    - a Secret still SOPS-encrypted while `ks` has no spec.decryption (the controller refuses the
+      whole revision before applying: "is SOPS encrypted, configuring decryption is required");
+    - an object of a kind known to be namespaced with no namespace, even as built (the server-side
+      dry-run finds no such resource: "namespace not specified"). A kind of unknown scope proves nothing.
+    None when neither holds (or the build already failed)."""
+    if ks.external or ks.build_failure is not None or ks.suspend:
+        return None
+    decrypts = isinstance(ks.spec.get("decryption"), dict)
+    for o in objects:
+        if not o.known:
+            continue
+        where = f"{o.path}:{o.line}" if o.line else o.path
+        if not decrypts and is_encrypted_secret(o.value):
+            return BuildFailure(
+                f"{o.id} ({where}) is SOPS-encrypted and {ks.title} has no spec.decryption: kustomize-controller "
+                "refuses the revision ('is SOPS encrypted, configuring decryption is required'), so it applies "
+                "and prunes nothing of it", o.path, o.line or None,
+                "spec:\n  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n",
+                refused=o.id, undecrypted=True)
+        if scopes.refused(o.id):
+            return BuildFailure(
+                f"{o.id} ({where}) has no metadata.namespace, even as built: the API server refuses it "
+                "('namespace not specified'), so kustomize-controller's apply fails and it prunes nothing of "
+                "this revision", o.path, o.line or None,
+                f"give it a namespace: metadata.namespace in {o.path}, a `namespace:` in its kustomization, "
+                f"or spec.targetNamespace on {ks.title}", refused=o.id)
+    return None
 
 
 def _cluster_names(paths: list[str]) -> dict[str, str]:

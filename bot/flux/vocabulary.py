@@ -43,6 +43,7 @@ PRUNE_KEY = f"{FLUX_GROUP}/prune"
 PRUNE_DISABLED = "disabled"
 SUBSTITUTE_KEY = f"{FLUX_GROUP}/substitute"
 SUBSTITUTE_DISABLED = "disabled"
+DECRYPT_KEY = f"{FLUX_GROUP}/decrypt"
 
 DELETION_POLICIES = ("MirrorPrune", "Delete", "WaitForTermination", "Orphan")
 DEFAULT_DELETION_POLICY = "MirrorPrune"
@@ -82,6 +83,17 @@ def is_resource_set(value: Mapping[str, Any]) -> bool:
     return is_kind(value, OPERATOR_GROUP, RESOURCE_SET)
 
 
+def is_encrypted_secret(value: Mapping[str, Any]) -> bool:
+    """A `v1` Secret still SOPS-encrypted (a top-level `sops` field) and not annotated
+    `kustomize.toolkit.fluxcd.io/decrypt: disabled`: kustomize-controller refuses to apply a revision
+    holding one unless the Kustomization decrypts it (its decryptor's IsEncryptedSecret)."""
+    if value.get("kind") != "Secret" or value.get("apiVersion") != "v1" or "sops" not in value:
+        return False
+    meta = value.get("metadata")
+    notes = meta.get("annotations") if isinstance(meta, dict) else None
+    return not (isinstance(notes, dict) and str(notes.get(DECRYPT_KEY, "")).casefold() == "disabled")
+
+
 def is_flux_source(value: Mapping[str, Any]) -> bool:
     """A source a Kustomization can take its artifact from (GitRepository, OCIRepository, Bucket,
     ExternalArtifact)."""
@@ -89,10 +101,11 @@ def is_flux_source(value: Mapping[str, Any]) -> bool:
 
 
 __all__ = [
-    "BOOTSTRAP_DIR", "BOOTSTRAP_FILE", "BOOTSTRAP_NAME", "BUCKET", "DEFAULT_DELETION_POLICY", "DEFAULT_NAMESPACE",
-    "DELETION_POLICIES", "EXTERNAL_ARTIFACT", "FLUX_API", "FLUX_GROUP", "FLUX_INSTANCE", "GIT_REPOSITORY",
-    "HELM_GROUP", "HELM_RELEASE", "IMAGE_GROUP", "KUSTOMIZATION", "NOTIFICATION_GROUP", "OCI_REPOSITORY",
-    "OPERATOR_GROUP", "PRUNE_DISABLED", "PRUNE_KEY", "RESOURCE_SET", "SOURCE_EXTENSIONS_GROUP", "SOURCE_GROUP",
-    "SOURCE_KINDS", "SUBSTITUTE_DISABLED", "SUBSTITUTE_KEY", "group_of", "is_flux_instance", "is_flux_kustomization",
-    "is_flux_source", "is_git_repository", "is_helm_release", "is_kind", "is_oci_repository", "is_resource_set",
+    "BOOTSTRAP_DIR", "BOOTSTRAP_FILE", "BOOTSTRAP_NAME", "BUCKET", "DECRYPT_KEY", "DEFAULT_DELETION_POLICY",
+    "DEFAULT_NAMESPACE", "DELETION_POLICIES", "EXTERNAL_ARTIFACT", "FLUX_API", "FLUX_GROUP", "FLUX_INSTANCE",
+    "GIT_REPOSITORY", "HELM_GROUP", "HELM_RELEASE", "IMAGE_GROUP", "KUSTOMIZATION", "NOTIFICATION_GROUP",
+    "OCI_REPOSITORY", "OPERATOR_GROUP", "PRUNE_DISABLED", "PRUNE_KEY", "RESOURCE_SET", "SOURCE_EXTENSIONS_GROUP",
+    "SOURCE_GROUP", "SOURCE_KINDS", "SUBSTITUTE_DISABLED", "SUBSTITUTE_KEY", "group_of", "is_encrypted_secret",
+    "is_flux_instance", "is_flux_kustomization", "is_flux_source", "is_git_repository", "is_helm_release", "is_kind",
+    "is_oci_repository", "is_resource_set",
 ]

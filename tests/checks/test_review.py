@@ -18,6 +18,9 @@ from bot.config import Config
 from bot.repo.worktree import FsTree
 from bot.resid import ResourceId
 
+from support.fluxsim import simulate
+from support.minirepo import check, child, commit, files_at, repo_of
+
 FLUX = "kustomize.toolkit.fluxcd.io"
 PVC = ResourceId("", "PersistentVolumeClaim", "media", "plex-config", "v1")
 DEPLOY = ResourceId("apps", "Deployment", "media", "plex", "v1")
@@ -243,3 +246,93 @@ def test_moved_to_finds_the_directory_a_change_moved_by_its_files(tmp_path: Path
     assert moved_to(base, head, "./apps/plex/app") == "apps/plex/application"
     assert moved_to(base, head, "apps/plex/gone") is None  # never there
     assert moved_to(head, head, "apps/plex/application") is None  # still there
+
+
+# ---- a revision the controller builds but cannot apply -------------------------------------------
+# kustomize-controller prunes nothing of a revision whose apply fails: an object of a namespaced kind
+# with no namespace ("namespace not specified"), or a SOPS Secret without spec.decryption. What the
+# change drops from such a Kustomization is not deleted until it is fixed.
+
+def _cm(name: str, namespace: str | None = "apps") -> str:
+    where = f"\n  namespace: {namespace}" if namespace else ""
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}{where}\n"
+
+
+APP = {
+    "clusters/main/kustomization.yaml": "resources: [app.yaml]\n",
+    "clusters/main/app.yaml": child("app", "apps/one"),
+    "apps/one/kustomization.yaml": "resources: [x.yaml, y.yaml]\n",
+    "apps/one/x.yaml": _cm("x"),
+    "apps/one/y.yaml": _cm("y"),
+}
+
+
+def _drop_y_and_add(repo: Path, name: str, text: str) -> None:
+    (repo / "apps/one/y.yaml").unlink()
+    (repo / f"apps/one/{name}").write_text(text)
+    (repo / "apps/one/kustomization.yaml").write_text(f"resources: [x.yaml, {name}]\n")
+    commit(repo, "drop y")
+
+
+def _deleting(report: dict[str, object]) -> list[object]:
+    codes = ("resource-removed", "cross-kustomization-move", "kustomization-renamed")
+    return [f for f in report["findings"] if f["code"] in codes]  # type: ignore[attr-defined, index]
+
+
+def test_an_object_without_a_namespace_fails_the_apply_so_nothing_dropped_is_deleted(tmp_path: Path) -> None:
+    repo = repo_of(tmp_path, APP)
+    _drop_y_and_add(repo, "z.yaml", _cm("z", None))
+    code, report = check(repo)
+    assert code == 1
+    assert _deleting(report) == []
+    (failed,) = [f for f in report["findings"] if f["code"] == "apply-failed"]
+    assert failed["severity"] == "error" and (failed["path"], failed["line"]) == ("apps/one/z.yaml", 1)
+    assert "ConfigMap z" in failed["message"] and "namespace not specified" in failed["message"]
+
+
+def test_once_the_namespace_is_fixed_the_drop_is_deleted_and_the_base_is_said_unknown(tmp_path: Path) -> None:
+    """The fix's review: the cluster still holds y (the failing revision pruned nothing), which the base
+    revision no longer shows; the warning says so and how to see what the cluster holds."""
+    repo = repo_of(tmp_path, APP)
+    _drop_y_and_add(repo, "z.yaml", _cm("z", None))
+    (repo / "apps/one/z.yaml").write_text(_cm("z"))
+    commit(repo, "fix the namespace")
+    code, report = check(repo)
+    (warning,) = [f for f in report["findings"] if f["code"] == "base-not-applied"]
+    assert warning["severity"] == "warning" and "flux-system/app" in warning["message"]
+    assert "kubectl -n flux-system get kustomization app" in warning["fix"]
+
+
+def test_a_sops_secret_without_decryption_fails_the_apply_once_said(tmp_path: Path) -> None:
+    secret = ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: apps\nstringData:\n"
+              "  key: ENC[AES256_GCM,data:AAAA,iv:AAAA,tag:AAAA,type:str]\nsops:\n  version: 3.9.0\n")
+    repo = repo_of(tmp_path, APP)
+    _drop_y_and_add(repo, "s.yaml", secret)
+    code, report = check(repo)
+    assert code == 1
+    assert _deleting(report) == []
+    assert [f["code"] for f in report["findings"] if f["severity"] == "error"] == ["sops-not-decrypted"]
+
+
+def test_a_kustomization_without_a_namespace_holds_back_what_its_parent_would_prune(tmp_path: Path) -> None:
+    """The root's apply fails on the new child: the removed child is not pruned (its finalizer would
+    delete y), as the simulation says (tests/live/test_fluxsim_live.py plays the same through real Flux)."""
+    repo = repo_of(tmp_path, {
+        "clusters/main/kustomization.yaml": "resources: [w0.yaml, w1.yaml]\n",
+        "clusters/main/w0.yaml": child("w0", "apps/w0"),
+        "clusters/main/w1.yaml": child("w1", "apps/w1"),
+        "apps/w0/x.yaml": _cm("x"),
+        "apps/w1/y.yaml": _cm("y"),
+    })
+    base = files_at(repo, "HEAD")
+    (repo / "clusters/main/w1.yaml").unlink()
+    (repo / "clusters/main/w2.yaml").write_text(child("w2", "apps/w2").replace("  namespace: flux-system\n", ""))
+    (repo / "clusters/main/kustomization.yaml").write_text("resources: [w0.yaml, w2.yaml]\n")
+    (repo / "apps/w2").mkdir()
+    (repo / "apps/w2/z.yaml").write_text(_cm("z"))
+    commit(repo, "replace w1")
+    code, report = check(repo)
+    assert code == 1
+    assert _deleting(report) == []
+    assert [f["code"] for f in report["findings"] if f["severity"] == "error"] == ["kustomization-namespace-missing"]
+    assert simulate(base, files_at(repo, "HEAD"), "clusters/main").deleted == set()

@@ -27,6 +27,7 @@ import yaml
 from bot.flux.applied import FluxKs, FluxModel, read_model
 from bot.repo.git import GitTree
 from bot.repo.worktree import FsTree
+from bot.resid import ResourceId
 
 from conftest import installed_tool
 from support import realrepos
@@ -475,7 +476,10 @@ def test_each_kustomization_builds_what_kubectl_builds(archive: Path | None, tmp
         if not ks.evaluated:
             continue
         expected, expected_unknown = _kubectl_ids(scratch, ks)
-        got = {(o.id.kind, o.id.namespace, o.id.name) for o in ks.objects if o.known}
+        # what the build writes (o.value), not the id the API server gives it (a cluster-scoped custom
+        # object loses the namespace kustomize wrote into it: tests/flux/test_scope.py)
+        written = [ResourceId.of_object(o.value) for o in ks.objects if o.known]
+        got = {(rid.kind, rid.namespace, rid.name) for rid in written}
         got_unknown = sum(1 for o in ks.objects if not o.known)
         if (got, got_unknown) != (expected, expected_unknown):
             differences.append(f"{ks.cluster} {ks.title} (./{ks.path}): only kubectl {sorted(expected - got)}, "

@@ -24,12 +24,12 @@ deleted. Left out, and why: what a HelmRelease's chart renders (helm-controller 
 chart's objects never exist and their uninstall is never seen; the HelmRelease object itself is
 compared). The Kustomization objects are compared on their own: the deleted or renamed one is gone.
 
-Recorded disagreement (naming, not what is deleted): a cluster-scoped custom object (cert-manager's
-ClusterIssuer) that a child's `targetNamespace` reaches is named by wave-bot with that namespace, as
-kustomize writes it (kustomize takes every custom kind as namespaced, and wave-bot cannot know the scope
-of a kind whose CRD a chart installs); the API server, knowing the scope, drops the namespace. The
-comparison names such objects without the namespace where real Flux shows the kind cluster-scoped,
-and the run prints which objects those were. The harness scopes permissive CRDs by the `Cluster*`
+Cluster-scoped custom objects: kustomize writes a child's `targetNamespace` into a cluster-scoped custom
+object (cert-manager's ClusterIssuer), and the API server drops it. wave-bot names such an object without
+the namespace where it knows the kind's scope (bot/flux/scope.py: a CRD in git, or its table of charted
+kinds), and the comparison holds it to that. Only for a kind wave-bot does not know does the comparison
+name the object without the namespace where real Flux shows the kind cluster-scoped; the run prints
+which objects those were. The harness scopes permissive CRDs by the `Cluster*`
 convention (tests/support/liveflux.py).
 
 A repository with more child Kustomizations than liveplay.HEAVY (home-ops: 77) is played trimmed: only
@@ -52,6 +52,9 @@ from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
+
+from bot.flux.scope import Scopes
+from bot.resid import ResourceId
 
 from support import liveplay
 from support.liveflux import FLUX_GROUP, Cluster, Ref, cluster, require_binaries
@@ -234,10 +237,14 @@ def _claim(app: App) -> Ref:
 
 
 def _scope_blind(v: Verdict) -> set[Ref]:
-    """wave-bot's reported objects, a custom kind that real Flux showed to be cluster-scoped named without
-    the namespace kustomize wrote into it (see the module's docstring: recorded, not fixed)."""
+    """wave-bot's reported objects, those of a custom kind whose scope wave-bot does not know
+    (bot/flux/scope.py) and that real Flux showed to be cluster-scoped named without the namespace
+    kustomize wrote into them (recorded and printed). A kind wave-bot knows is compared as named."""
     cluster_kinds = {(r.group, r.kind) for r in v.real if not r.namespace and r.group}
-    out = {Ref(r.group, r.kind, "", r.name) if (r.group, r.kind) in cluster_kinds else r for r in v.reported}
+    unknown = {(r.group, r.kind) for r in v.reported
+               if Scopes().cluster_scoped(ResourceId(r.group, r.kind, r.namespace, r.name)) is None}
+    blind = cluster_kinds & unknown
+    out = {Ref(r.group, r.kind, "", r.name) if (r.group, r.kind) in blind else r for r in v.reported}
     NAMED_WITH_A_NAMESPACE.update(sorted(liveplay.named(r) for r in v.reported - out))
     return out
 

@@ -1,0 +1,84 @@
+"""A small Flux repository in tmp_path, reviewed as a user runs wave-bot: `flux bootstrap`'s sync for
+`clusters/main`, child Kustomizations of the GitRepository flux-system, and `check --base main~1`."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+from bot.cli import main
+
+from conftest import git, write_files
+
+SYNC = """apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 1m
+  ref:
+    branch: main
+  url: https://example.com/cluster.git
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./clusters/main
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"""
+
+
+def child(name: str, path: str, extra: str = "") -> str:
+    return f"""apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: {name}
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./{path}
+  prune: true
+{extra}  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"""
+
+
+def repo_of(tmp_path: Path, files: dict[str, str]) -> Path:
+    repo = tmp_path / "repo"
+    write_files(repo, {"clusters/main/flux-system/gotk-sync.yaml": SYNC, **files})
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    commit(repo, "base")
+    return repo
+
+
+def commit(repo: Path, message: str) -> None:
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
+
+
+def check(repo: Path) -> tuple[int, dict[str, Any]]:
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        code = main(["check", str(repo), "--base", "main~1", "--format", "json"])
+    return code, json.loads(out.getvalue())
+
+
+
+
+def files_at(repo: Path, rev: str) -> dict[str, bytes]:
+    """The files of `rev`, as the Flux simulation (tests/support/fluxsim.py) takes a revision."""
+    names = git(repo, "ls-tree", "-r", "--name-only", "-z", rev).split("\0")
+    return {n: subprocess.run(["git", "show", f"{rev}:{n}"], cwd=repo, capture_output=True, check=True).stdout
+            for n in names if n}
