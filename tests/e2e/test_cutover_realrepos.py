@@ -363,6 +363,17 @@ def test_the_readme_cutover_on_a_real_repository(
     assert "builds on" in err and "per-environment overlay" in err
 
 
+def flattened_example(make_repo: Any) -> tuple[Path, str]:
+    """The dir-per-app example with its waves flattened (`flatten_waves`), merged as a monolith: the
+    repository and its legacy Kustomization's name."""
+    example = PROJECT / "examples" / "dir-per-app"
+    repo = make_repo({str(p.relative_to(example)): p.read_bytes() for p in example.rglob("*") if p.is_file()},
+                     name="dir-per-app")
+    legacy = flatten_waves(repo)
+    merge(repo, "the monolithic app tier")
+    return repo, legacy
+
+
 def flatten_waves(repo: Path) -> str:
     """A wave layout back in its pre-wave shape: every unit directly in apps/ (or its grouping folder),
     one Flux Kustomization `apps` for all of apps/ made from wave 0's, the waves' entries replaced by it."""
@@ -386,11 +397,7 @@ def flatten_waves(repo: Path) -> str:
 def test_the_readme_cutover_on_the_flattened_dir_per_app_example(
     make_repo: Any, capsys: pytest.CaptureFixture[str], kubectl: Kubectl
 ) -> None:
-    example = PROJECT / "examples" / "dir-per-app"
-    repo = make_repo({str(p.relative_to(example)): p.read_bytes() for p in example.rglob("*") if p.is_file()},
-                     name="dir-per-app")
-    legacy = flatten_waves(repo)
-    merge(repo, "the monolithic app tier")
+    repo, legacy = flattened_example(make_repo)
     assert run_the_cutover(repo, capsys, kubectl, legacy) == "split"
     # The simulation's verdict can fail: the split merged over the still pruning legacy (step 1
     # skipped) deletes the namespaces, claims and deployments.

@@ -30,10 +30,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.test_cutover_realrepos import apply, flatten_waves, flux_kustomizations, merge, monolith, refused, write_config
+from e2e.test_cutover_realrepos import (
+    apply,
+    flattened_example,
+    flux_kustomizations,
+    merge,
+    monolith,
+    refused,
+    write_config,
+)
 from ruamel.yaml import YAML
 
-from conftest import EXAMPLE, PROJECT, git, snapshot, write_files
+from conftest import EXAMPLE, git, snapshot, write_files
 from support import liveplay, realrepos
 from support.liveflux import FLUX_GROUP, Cluster, Ref, cluster, require_binaries
 
@@ -99,11 +107,7 @@ def cutover(live: Cluster, repo: Path, legacy: str, capsys: pytest.CaptureFixtur
 def test_the_cutover_through_real_flux_on_the_flattened_dir_per_app_example(
     live: Cluster, make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    example = PROJECT / "examples" / "dir-per-app"
-    repo = make_repo({str(p.relative_to(example)): p.read_bytes() for p in example.rglob("*") if p.is_file()},
-                     name="dir-per-app")
-    legacy = flatten_waves(repo)
-    merge(repo, "the monolithic app tier")
+    repo, legacy = flattened_example(make_repo)
     assert cutover(live, repo, legacy, capsys) == "split"
 
 
