@@ -58,6 +58,8 @@ class Built:
     known: bool = True
     """False when substitution leaves its identity unknown: never compared, never merged."""
     prune_disabled: bool = False
+    refused: bool = False
+    """Its Kustomization's apply refuses it (no namespace, still encrypted): it never reached the cluster."""
     renders: tuple[ResourceId, ...] = ()
     """The stateful objects it owns in turn (a HelmRelease's chart claims, a ResourceSet's resources)."""
 
@@ -154,7 +156,7 @@ def _cascade(unit: Unit, children: Mapping[tuple[str, str], Sequence[Unit]], con
     stateful: list[tuple[ResourceId, str, str]] = []
     stateless: list[ResourceId] = []
     for b in unit.objects:
-        if not b.known or b.prune_disabled:
+        if not b.known or b.prune_disabled or b.refused:
             continue
         lost = _lost(b, config)
         stateful += [(r, why, unit.ref) for r, why in lost]
@@ -395,6 +397,8 @@ def _objects_leaving(base_by: Mapping[tuple[str, str], Unit], head_by: Mapping[t
                 continue  # a child Kustomization that leaves is judged as a Kustomization
             if b.prune_disabled:
                 continue  # deployed with prune: disabled: Flux leaves it
+            if b.refused:
+                continue  # the base's apply refused it: it never reached the cluster (base-not-applied)
             lost = _lost(b, config)
             other = applied_by.get((old.cluster, b.id))
             where = f"{b.path}:{b.line}"
@@ -519,7 +523,7 @@ def _sets_policy(parent: FluxKs, child: FluxKs) -> bool:
     return False
 
 
-def _built(obj: Applied, config: Config) -> Built:
+def _built(obj: Applied, config: Config, refused: tuple[ResourceId, ...] = ()) -> Built:
     spec = obj.value.get("spec") if isinstance(obj.value.get("spec"), dict) else {}
     assert isinstance(spec, dict)
     renders: tuple[ResourceId, ...] = ()
@@ -527,7 +531,8 @@ def _built(obj: Applied, config: Config) -> Built:
         renders = chart_claims(obj.id, spec)
     elif obj.known:
         renders = resource_set_claims(obj.id, spec, config)
-    return Built(obj.id, obj.path, obj.line, known=obj.known, prune_disabled=obj.prune_disabled, renders=renders)
+    return Built(obj.id, obj.path, obj.line, known=obj.known, prune_disabled=obj.prune_disabled,
+                 refused=obj.known and obj.id in refused, renders=renders)
 
 
 def units_of(model: FluxModel, config: Config) -> list[Unit]:
@@ -548,7 +553,7 @@ def units_of(model: FluxModel, config: Config) -> list[Unit]:
                 depends_on=tuple(f"{d.namespace}/{d.name}" for d in ks.depends_on),
                 wait=ks.wait, health_checks=bool(ks.health_checks) or bool(exprs),
                 ready_exprs=tuple(f"{d.namespace}/{d.name}" for d in ks.depends_on if d.ready_expr),
-                objects=tuple(_built(o, config) for o in ks.objects),
+                objects=tuple(_built(o, config, ks.refused) for o in ks.objects),
                 failure=Failure(failure.path, failure.line, failure.message, failure.hint)
                 if failure is not None and not unknown else None,
                 apply_failure=Failure(refused.path, refused.line, refused.message, refused.hint)
@@ -576,7 +581,9 @@ def sops_findings(model: FluxModel) -> list[Finding]:
                 code="sops-not-decrypted", severity="error",
                 message=f"Kustomization {ks.namespace}/{ks.name} ({ks.cluster}) applies {len(encrypted)} "
                         f"SOPS-encrypted object(s) without spec.decryption: {names}. kustomize-controller "
-                        "applies them still encrypted, and the apply fails",
+                        "refuses the whole revision when a Secret's encrypted values are in `data` (it applies and "
+                        "prunes nothing), and stores the ciphertext as the Secret's value when they are in "
+                        "`stringData`",
                 path=ks.file, line=ks.line, resource=str(first.id),
                 fix="spec:\n  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n",
             ))

@@ -27,6 +27,8 @@ reconciles, and the objects each one's build gives, read from a `Tree` as kustom
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import json
 import posixpath
@@ -194,6 +196,8 @@ class FluxKs:
     apply_failure: BuildFailure | None = None
     """The build succeeds but kustomize-controller's apply of it fails (`_apply_failure`): it prunes
     nothing of this revision, and creates none of the Kustomizations only this revision lists."""
+    refused: tuple[ResourceId, ...] = ()
+    """With `apply_failure`: every object the apply refuses (none of them ever reaches the cluster)."""
 
     @property
     def namespace(self) -> str:
@@ -719,41 +723,69 @@ def _as_served(ks: FluxKs, scopes: Scopes) -> FluxKs:
     namespace kustomize wrote into them, and the apply failure, if any."""
     objects = tuple(dataclasses.replace(o, id=served) if o.known and (served := scopes.served(o.id)) != o.id else o
                     for o in ks.objects)
-    failure = _apply_failure(ks, objects, scopes)
+    failure, refused = _apply_failure(ks, objects, scopes)
     if objects == ks.objects and failure is None:
         return ks
-    return dataclasses.replace(ks, objects=objects, apply_failure=failure)
+    return dataclasses.replace(ks, objects=objects, apply_failure=failure, refused=refused)
 
 
-def _apply_failure(ks: FluxKs, objects: tuple[Applied, ...], scopes: Scopes) -> BuildFailure | None:
-    """Why kustomize-controller's apply of a build that succeeds fails, before it prunes anything:
-    - a Secret still SOPS-encrypted while `ks` has no spec.decryption (the controller refuses the
-      whole revision before applying: "is SOPS encrypted, configuring decryption is required");
+def _apply_failure(ks: FluxKs, objects: tuple[Applied, ...],
+                   scopes: Scopes) -> tuple[BuildFailure | None, tuple[ResourceId, ...]]:
+    """Why kustomize-controller's apply of a build that succeeds fails, before it prunes anything, and
+    every object it refuses:
+    - a Secret still SOPS-encrypted in its `data` while `ks` has no spec.decryption (the controller
+      refuses the whole revision before applying: "is SOPS encrypted, configuring decryption is
+      required"; see `_refused_encrypted`);
     - an object of a kind known to be namespaced with no namespace, even as built (the server-side
       dry-run finds no such resource: "namespace not specified"). A kind of unknown scope proves nothing.
-    None when neither holds (or the build already failed)."""
+    (None, ()) when neither holds (or the build already failed). The failure names the first."""
     if ks.external or ks.build_failure is not None or ks.suspend:
-        return None
+        return None, ()
     decrypts = isinstance(ks.spec.get("decryption"), dict)
+    failure: BuildFailure | None = None
+    refused: list[ResourceId] = []
     for o in objects:
-        if not o.known:
+        undecrypted = o.known and not decrypts and _refused_encrypted(o.value)
+        if not o.known or not (undecrypted or scopes.refused(o.id)):
+            continue
+        refused.append(o.id)
+        if failure is not None:
             continue
         where = f"{o.path}:{o.line}" if o.line else o.path
-        if not decrypts and is_encrypted_secret(o.value):
-            return BuildFailure(
+        if undecrypted:
+            failure = BuildFailure(
                 f"{o.id} ({where}) is SOPS-encrypted and {ks.title} has no spec.decryption: kustomize-controller "
                 "refuses the revision ('is SOPS encrypted, configuring decryption is required'), so it applies "
                 "and prunes nothing of it", o.path, o.line or None,
                 "spec:\n  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n",
                 refused=o.id, undecrypted=True)
-        if scopes.refused(o.id):
-            return BuildFailure(
+        else:
+            failure = BuildFailure(
                 f"{o.id} ({where}) has no metadata.namespace, even as built: the API server refuses it "
                 "('namespace not specified'), so kustomize-controller's apply fails and it prunes nothing of "
                 "this revision", o.path, o.line or None,
                 f"give it a namespace: metadata.namespace in {o.path}, a `namespace:` in its kustomization, "
                 f"or spec.targetNamespace on {ks.title}", refused=o.id)
-    return None
+    return failure, tuple(refused)
+
+
+def _refused_encrypted(value: Mapping[str, Any]) -> bool:
+    """Whether kustomize-controller refuses a revision for this SOPS-encrypted Secret. It checks for
+    the `sops` field after normalising each object through its typed Kubernetes struct, which drops
+    that field: only a Secret whose conversion fails keeps it, and so fails the apply, which is one
+    whose `data` holds a value that is not base64 (`ENC[...]` never is). One encrypted only in
+    `stringData` is applied with the ciphertext as its value (real kustomize-controller v1.9.6 does
+    both: tests/live/test_review_live.py)."""
+    data = value.get("data")
+    return is_encrypted_secret(value) and isinstance(data, dict) and any(not _base64(v) for v in data.values())
+
+
+def _base64(text: Any) -> bool:
+    try:
+        base64.b64decode(str(text), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return isinstance(text, str)
 
 
 def _cluster_names(paths: list[str]) -> dict[str, str]:

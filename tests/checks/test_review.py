@@ -4,6 +4,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from bot.checks import acceptance
 from bot.checks.review import (
     Built,
@@ -303,15 +305,21 @@ def test_once_the_namespace_is_fixed_the_drop_is_deleted_and_the_base_is_said_un
     assert "kubectl -n flux-system get kustomization app" in warning["fix"]
 
 
-def test_a_sops_secret_without_decryption_fails_the_apply_once_said(tmp_path: Path) -> None:
-    secret = ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: apps\nstringData:\n"
+@pytest.mark.parametrize("field", ["data", "stringData"])
+def test_a_sops_secret_without_decryption_fails_the_apply_only_when_its_data_is_encrypted(
+    tmp_path: Path, field: str
+) -> None:
+    """kustomize-controller v1.9.6 refuses the revision for an encrypted `data` value (not base64), and
+    applies one encrypted in `stringData` with the ciphertext as its value (real Flux: test_review_live)."""
+    secret = (f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: apps\n{field}:\n"
               "  key: ENC[AES256_GCM,data:AAAA,iv:AAAA,tag:AAAA,type:str]\nsops:\n  version: 3.9.0\n")
     repo = repo_of(tmp_path, APP)
     _drop_y_and_add(repo, "s.yaml", secret)
     code, report = check(repo)
     assert code == 1
-    assert _deleting(report) == []
     assert [f["code"] for f in report["findings"] if f["severity"] == "error"] == ["sops-not-decrypted"]
+    claimed = {o["name"] for f in _deleting(report) for o in f["objects"]}  # type: ignore[index]
+    assert claimed == (set() if field == "data" else {"y"})
 
 
 def test_a_kustomization_without_a_namespace_holds_back_what_its_parent_would_prune(tmp_path: Path) -> None:
