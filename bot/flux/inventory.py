@@ -33,6 +33,7 @@ from functools import cached_property
 from bot.config import Config
 from bot.errors import WaveBotError
 from bot.flux.manifests import ParseCache, ParsedFile
+from bot.flux.scope import Scopes
 from bot.flux.vocabulary import FLUX_GROUP, PRUNE_DISABLED, PRUNE_KEY
 from bot.kustomize import build as kustomize
 from bot.kustomize import spec
@@ -429,6 +430,11 @@ def _built_unit(reader: _Reader, wave: Slot, directory: str) -> list[WaveFile]:
     return out
 
 
+SERVED = Scopes()
+"""The scopes wave-bot knows without the cluster's CRDs: a wave's object is named as the API server
+names it (a cluster-scoped custom object without the namespace kustomize wrote into it)."""
+
+
 def _in_namespace(rid: ResourceId, namespace: str) -> ResourceId:
     """`rid` after a kustomization's `namespace:` (or a Flux targetNamespace); '' leaves it."""
     # Built directly, and only when it changes: a unit directory's kustomization names the namespace
@@ -456,7 +462,8 @@ def _wave_file(reader: _Reader, wave: Slot, path: str, namespace: str = "") -> W
                        f"and {len(bad) - PROBLEMS_PER_FILE} more documents that are not Kubernetes objects", wave)
     for obj in parsed.objects:
         if obj.id is not None:
-            resources.append(Resource(_in_namespace(obj.id, namespace), wave, path, obj.line, obj.prune_disabled))
+            rid = SERVED.served(_in_namespace(obj.id, namespace))
+            resources.append(Resource(rid, wave, path, obj.line, obj.prune_disabled))
     sops = ".sops." in posixpath.basename(path) or parsed.sops_key
     return WaveFile(path, wave, sops, tuple(resources))
 

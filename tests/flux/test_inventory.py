@@ -446,3 +446,16 @@ def test_a_unit_namespace_kustomize_reads_as_no_string_is_a_problem(tmp_path: Pa
     assert [(p.code, p.path, p.line) for p in inv.problems] == [
         ("invalid-manifest", "apps/wave-0/app/kustomization.yaml", 2)]
     assert "Kustomization.namespace of type string" in inv.problems[0].message
+
+
+def test_a_cluster_scoped_object_in_a_unit_is_named_as_the_api_server_names_it(tmp_path: Path) -> None:
+    """A unit kustomization's `namespace:` is written into a ClusterIssuer too (kustomize knows no CRD);
+    the API server drops it, and so does the wave's inventory (bot/flux/scope.py)."""
+    write_files(tmp_path, {
+        "apps/wave-0/kustomization.yaml": listing("issuers"),
+        "apps/wave-0/issuers/kustomization.yaml": KUSTOMIZE + "namespace: cert-manager\nresources: [a.yaml, b.yaml]\n",
+        "apps/wave-0/issuers/a.yaml": "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata:\n  name: le\n",
+        "apps/wave-0/issuers/b.yaml": "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: ca\n",
+    })
+    ids = {str(r.id) for f in inventory(tmp_path).files for r in f.resources}
+    assert ids == {"cert-manager.io/ClusterIssuer le", "cert-manager.io/Issuer cert-manager/ca"}
