@@ -20,7 +20,7 @@ from bot.config import Config
 from bot.repo.worktree import FsTree
 from bot.resid import ResourceId
 
-from support.fluxsim import simulate
+from support.fluxsim import Rid, simulate
 from support.minirepo import check, child, commit, files_at, repo_of
 
 FLUX = "kustomize.toolkit.fluxcd.io"
@@ -344,3 +344,24 @@ def test_a_kustomization_without_a_namespace_holds_back_what_its_parent_would_pr
     assert _deleting(report) == []
     assert [f["code"] for f in report["findings"] if f["severity"] == "error"] == ["kustomization-namespace-missing"]
     assert simulate(base, files_at(repo, "HEAD"), "clusters/main").deleted == set()
+
+
+def test_a_kustomization_only_a_failing_apply_would_create_adopts_nothing(tmp_path: Path) -> None:
+    """y moves from w0 to a new w2 that has no namespace: the root's apply fails, so w2 is never
+    created, while w0 (already in the cluster) reconciles the revision and prunes y. Not a move: a
+    deletion, as the simulation says."""
+    repo = repo_of(tmp_path, {
+        "clusters/main/kustomization.yaml": "resources: [w0.yaml]\n",
+        "clusters/main/w0.yaml": child("w0", "apps/w0"),
+        "apps/w0/x.yaml": _cm("x"),
+        "apps/w0/y.yaml": _cm("y"),
+    })
+    base = files_at(repo, "HEAD")
+    (repo / "clusters/main/w2.yaml").write_text(child("w2", "apps/w2").replace("  namespace: flux-system\n", ""))
+    (repo / "clusters/main/kustomization.yaml").write_text("resources: [w0.yaml, w2.yaml]\n")
+    (repo / "apps/w2").mkdir()
+    (repo / "apps/w0/y.yaml").rename(repo / "apps/w2/y.yaml")
+    commit(repo, "move y to w2")
+    _, report = check(repo)
+    assert [(f["code"], f["resource"]) for f in _deleting(report)] == [("resource-removed", "ConfigMap apps/y")]
+    assert simulate(base, files_at(repo, "HEAD"), "clusters/main").deleted == {Rid("", "ConfigMap", "apps", "y")}
