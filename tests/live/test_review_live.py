@@ -135,3 +135,26 @@ def test_a_cluster_scoped_object_written_under_another_namespace_is_the_same_obj
     assert merge(live, repo, "another namespace") == set()
     assert ready(live, "issuers")["status"] == "True"
     assert code == 0 and deleting(report) == []
+
+
+def test_what_moves_to_a_kustomization_a_failing_apply_never_creates_is_deleted(
+    live: Cluster, tmp_path: Path
+) -> None:
+    """The root's apply fails on the new w2 (no namespace), so w2 is never created; w0, already in the
+    cluster, reconciles the revision on its own and prunes y."""
+    repo = repo_of(tmp_path, {
+        "clusters/main/kustomization.yaml": "resources: [w0.yaml]\n",
+        "clusters/main/w0.yaml": child("w0", "apps/w0"),
+        "apps/w0/x.yaml": cm("x"),
+        "apps/w0/y.yaml": cm("y"),
+    })
+    deploy(live, repo)
+    (repo / "clusters/main/w2.yaml").write_text(child("w2", "apps/w2").replace("  namespace: flux-system\n", ""))
+    (repo / "clusters/main/kustomization.yaml").write_text("resources: [w0.yaml, w2.yaml]\n")
+    (repo / "apps/w2").mkdir()
+    (repo / "apps/w0/y.yaml").rename(repo / "apps/w2/y.yaml")
+    commit(repo, "move y to w2")
+    _, report = check(repo)
+    assert merge(live, repo, "move to w2") == {Y}
+    assert "namespace not specified" in ready(live, "flux-system")["message"]
+    assert {o["name"] for f in deleting(report) for o in f["objects"]} == {"y"}
