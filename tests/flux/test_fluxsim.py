@@ -265,6 +265,29 @@ def test_a_waiting_wave_that_applies_a_never_ready_child_holds_back_the_waves_af
     assert simulate(base(True), ready).deleted == {y}  # a child that reconciles becomes Ready
 
 
+def test_a_wave_held_back_at_base_never_applied_so_removing_it_deletes_nothing() -> None:
+    # At base already, wave 0 (wait: true) holds a never-Ready child: wave 1 never applied there, so
+    # y never existed and the root removing wave 1 deletes nothing (its finalizer's inventory is
+    # empty; tests/live/test_fluxsim_live.py plays it through real Flux). Once wave 0's child
+    # reconciles at base, wave 1 applied y, and removing wave 1 deletes it.
+    source = "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+
+    def base(namespace: str) -> dict[str, bytes]:
+        return {**two_waves(b=cm("y")), "clusters/base/w0.yaml": flux_k("w0", "apps/w0", extra="  wait: true\n"),
+                "apps/w0/kustomization.yaml": b"resources: [child]\n",
+                "apps/w0/child/kustomization.yaml": f"namespace: {namespace}\nresources: [k.yaml]\n".encode(),
+                "apps/w0/child/k.yaml": flux_k("child", "kubernetes/child", extra=source),
+                "kubernetes/child/x.yaml": cm("x")}
+
+    def without_w1(files: dict[str, bytes]) -> dict[str, bytes]:
+        head = {k: v for k, v in files.items() if k != "clusters/base/w1.yaml"}
+        return {**head, "clusters/base/kustomization.yaml": b"resources: [w0.yaml]\n"}
+
+    assert simulate(base("elsewhere"), without_w1(base("elsewhere"))).deleted == set()
+    assert simulate(base("flux-system"), without_w1(base("flux-system"))).deleted == {
+        Rid("", "ConfigMap", "default", "y")}
+
+
 def test_the_model_applies_nothing_of_a_root_holding_a_kustomization_without_a_namespace() -> None:
     base = two_waves(a=cm("x"), b=cm("y"))
     head = {k: v for k, v in base.items() if k != "clusters/base/w1.yaml"} | {

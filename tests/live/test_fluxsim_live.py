@@ -42,15 +42,22 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from support.fluxsim import FLUX_GROUP, Outcome, Rid, kustomizations, simulate
-from support.liveflux import Cluster, Ref, cluster
+from support.liveflux import Cluster, Ref, cluster, served
 
 CASES = int(os.environ.get("LIVEFLUX_CASES", "100"))
 """Random scenarios through real Flux: the first CASES worlds `worlds()` draws with a fixed seed (0
-skips them). The first runs found two places where real Flux and the simulation parted, both
+skips them), every one of them (those that hold a wave on a never-Ready child too: `stalls`,
+HEALTH_TIMEOUT). The first runs found two places where real Flux and the simulation parted, both
 fixed in the simulation and in wave-bot (tests/flux/test_fluxsim.py, and the two hand transitions
 above the random lane here): a unit kustomization's `namespace:` moving a nested Flux Kustomization
 out of flux-system, where it finds no GitRepository and applies nothing; a wave template without
 `metadata.namespace`, which fails the root's whole apply ("namespace not specified")."""
+HEALTH_TIMEOUT = "15s"
+"""What every transition serves as the health-check timeout of a Flux Kustomization that waits on what
+it applies (liveflux's `play(health_timeout=...)`): the random worlds' waves say `timeout: 5m`, and a
+wave holding a child that never becomes Ready (`stalls`) fails its health check only then. A timeout
+changes no deletion (judge checks that the simulation, which never reads it, says the same of what
+is served); it only bounds how long real Flux holds the wave before its dependents are left waiting."""
 CLUSTERS = max(1, int(os.environ.get("LIVEFLUX_CLUSTERS", "3")))
 """Control planes playing scenarios at once (each about 0.5 GB; mostly waiting on Flux)."""
 TESTS = Path(__file__).resolve().parents[1]
@@ -70,7 +77,7 @@ def _scenarios() -> ModuleType:
 
 
 SCENARIOS = _scenarios()
-COUNTS = {"cases": 0, "deleting": 0, "exact": 0, "raced": 0}
+COUNTS = {"cases": 0, "deleting": 0, "exact": 0, "raced": 0, "stalling": 0, "held": 0}
 KINDS: dict[str, int] = {}
 TIMES: list[float] = []
 """Seconds each random scenario took on its control plane (reset, base, head, the judgement)."""
@@ -90,12 +97,18 @@ def _rid(ref: Ref) -> Rid:
 
 
 def judge(live: Cluster, base: Mapping[str, bytes], head: Mapping[str, bytes]) -> tuple[Outcome, set[Rid]]:
-    """Play base then head through real Flux; assert the simulation brackets what it deleted."""
+    """Play base then head through real Flux (health checks capped at HEALTH_TIMEOUT); assert the
+    simulation brackets what it deleted."""
     outcome = simulate(base, head)
+    shown = served(base, HEALTH_TIMEOUT), served(head, HEALTH_TIMEOUT)
+    if shown != (served(base), served(head)):  # the cap changed a timeout: the simulation sees no difference
+        assert simulate(*shown) == outcome, "a health-check timeout changed what the simulation deletes"
     live.reset()
-    live.play(base, "base")
+    live.play(base, "base", health_timeout=HEALTH_TIMEOUT)
+    held = bool(waves_held(live))
     since = live.audit_offset()
-    live.play(head, "head")
+    live.play(head, "head", health_timeout=HEALTH_TIMEOUT)
+    held = held or bool(waves_held(live))
     top = {Rid(FLUX_GROUP, "Kustomization", "flux-system", name) for name in kustomizations(base)}
     chart = {rid for rid, ds in outcome.deletions.items() if all(d.how == "uninstall" for d in ds)}
     real = {_rid(r) for r in live.deletions(since)} - top - set(outcome.rendered)
@@ -112,7 +125,19 @@ def judge(live: Cluster, base: Mapping[str, bytes], head: Mapping[str, bytes]) -
         COUNTS["deleting"] += bool(real)
         COUNTS["exact"] += real == predicted
         COUNTS["raced"] += always != predicted
+        COUNTS["held"] += held
     return outcome, real
+
+
+def waves_held(live: Cluster) -> set[str]:
+    """The Flux Kustomizations whose health check failed on the revision just played (those waiting
+    on them say DependencyNotReady)."""
+    out = set()
+    for k in live.list(FLUX_GROUP, "Kustomization"):
+        ready = next((c for c in (k.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"), {})
+        if ready.get("reason") == "HealthCheckFailed":
+            out.add(k["metadata"]["name"])
+    return out
 
 
 # ---- hand-made transitions: one rule each -------------------------------------------------------
@@ -197,11 +222,11 @@ def test_a_nested_kustomization_moved_out_of_flux_system_finds_no_source(live: C
 
 
 def test_a_waiting_wave_holding_a_never_ready_child_holds_back_the_next_wave(live: Cluster) -> None:
-    """Wave 0 (`wait: true`, a short timeout) applies a Flux Kustomization its unit kustomization
-    moves out of flux-system, which never becomes Ready: wave 0's health check times out, so wave 1
-    never reconciles the revision that removes `y`, and nothing is deleted (the rule `stalls()` left
-    the random lane for; the simulation models it now)."""
-    base = waves(b"", cm("y"), extra="  wait: true\n  timeout: 15s\n")
+    """Wave 0 (`wait: true`, wave-bot's `timeout: 5m`, served capped at HEALTH_TIMEOUT) applies a
+    Flux Kustomization its unit kustomization moves out of flux-system, which never becomes Ready:
+    wave 0's health check times out, so wave 1 never reconciles the revision that removes `y`, and
+    nothing is deleted (the rule behind `stalls()`; the simulation models it: Spec.wait)."""
+    base = waves(b"", cm("y"), extra="  wait: true\n  timeout: 5m\n")
     head = {**base, "apps/w0/kustomization.yaml": b"resources: [child]\n",
             "apps/w0/child/kustomization.yaml": b"namespace: elsewhere\nresources: [child.yaml]\n",
             "apps/w0/child/child.yaml": flux("child", "kubernetes/child"), "kubernetes/child/x.yaml": cm("x"),
@@ -209,9 +234,30 @@ def test_a_waiting_wave_holding_a_never_ready_child_holds_back_the_next_wave(liv
     del head["apps/w0/.keep.yaml"], head["apps/w1/a.yaml"]
     _, real = judge(live, base, head)
     assert real == set()  # y stays: wave 1 waits on wave 0
-    (w0,) = [k for k in live.list(FLUX_GROUP, "Kustomization") if k["metadata"]["name"] == "w0"]
-    ready = next(c for c in w0["status"]["conditions"] if c["type"] == "Ready")
-    assert ready["status"] == "False", ready
+    assert waves_held(live) == {"w0"}
+    (w1,) = [k for k in live.list(FLUX_GROUP, "Kustomization") if k["metadata"]["name"] == "w1"]
+    ready = next(c for c in w1["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["reason"] == "DependencyNotReady", ready
+
+
+def test_a_wave_held_back_at_base_never_applied_so_removing_it_deletes_nothing(live: Cluster) -> None:
+    """At base already wave 0 holds a never-Ready child (as above): wave 1 waits on it and never
+    applies, so `y` never exists, and the root removing wave 1 deletes nothing (its finalizer's
+    inventory is empty). The simulation took the base cluster to hold every Kustomization's build and
+    said every history deletes `y`; it now applies at base only what gets to apply (`applied_at`)."""
+    base = {**waves(b"", cm("y"), extra="  wait: true\n  timeout: 5m\n"),
+            "apps/w0/kustomization.yaml": b"resources: [child]\n",
+            "apps/w0/child/kustomization.yaml": b"namespace: elsewhere\nresources: [child.yaml]\n",
+            "apps/w0/child/child.yaml": flux("child", "kubernetes/child"), "kubernetes/child/x.yaml": cm("x")}
+    del base["apps/w0/.keep.yaml"]
+    head = {k: v for k, v in base.items() if k != "clusters/base/w1.yaml"} | {
+        "clusters/base/kustomization.yaml": b"resources: [w0.yaml]\n"}
+    live.reset()
+    live.play(base, "base", health_timeout=HEALTH_TIMEOUT)
+    assert waves_held(live) == {"w0"}
+    assert not [c for c in live.list("", "ConfigMap") if c["metadata"]["name"] == "y"]  # wave 1 never applied
+    _, real = judge(live, base, head)
+    assert real == set()
 
 
 def test_a_kustomization_without_a_namespace_fails_the_roots_apply(live: Cluster) -> None:
@@ -238,30 +284,28 @@ def test_a_kustomization_without_a_namespace_fails_the_roots_apply(live: Cluster
 
 def stalls(w: Any) -> bool:
     """Whether the world holds a child Kustomization its unit's kustomization moves out of
-    flux-system (its sourceRef then finds no GitRepository, and it is never Ready). The waves
-    health-check what they apply (`wait: true`), so real Flux holds the wave at "Running health
-    checks" for its whole `timeout` (the worlds' 5m) and every later wave waits on it. The
-    simulation models that (Spec.wait), and the hand transition
-    test_a_waiting_wave_holding_a_never_ready_child_holds_back_the_next_wave plays it through real
-    Flux with a short timeout; such worlds are left out of the random lane only for time: each would
-    hold a control plane's workers for the 5 minutes."""
+    flux-system (its sourceRef then finds no GitRepository, and it is never Ready). Where the wave
+    applying it health-checks what it applies (`wait: true`: wave-bot's default template; not the
+    noprune worlds' template, nor the legacy `apps` Kustomization), real Flux holds that wave at
+    "Running health checks" for its whole `timeout` (the worlds' 5m; HEALTH_TIMEOUT as played here),
+    then fails it, and every later wave waits on it for good (at base already: they never apply):
+    the simulation models that (Spec.wait). The lane's summary counts these worlds, and the
+    transitions in which real Flux held a wave."""
     return any(shape.startswith("child") and w.dressing.get(name, (False,))[0] for name, shape in w.shapes.items())
 
 
 def drawn(n: int) -> list[object]:
-    """The first `n` worlds `worlds()` draws with a fixed seed (the same ones on every machine) that
-    the lane can play (not `stalls`)."""
+    """The first `n` worlds `worlds()` draws with a fixed seed (the same ones on every machine)."""
     out: list[object] = []
 
     @settings(max_examples=3 * n, deadline=None, derandomize=True, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
     @given(SCENARIOS.worlds())
     def collect(w: object) -> None:
-        if not stalls(w):
-            out.append(copy.deepcopy(w))
+        out.append(copy.deepcopy(w))
 
     collect()
-    assert len(out) >= n, f"only {len(out)} playable worlds among {3 * n}"
+    assert len(out) >= n, f"only {len(out)} worlds drawn"
     return out[:n]
 
 
@@ -276,11 +320,13 @@ class Scenario:
     base: Mapping[str, bytes]
     head: Mapping[str, bytes]
     findings: list[dict[str, object]]
+    stalling: bool
+    """`stalls(world)`: a child Kustomization in it is never Ready."""
 
 
 def prepare(number: int, w: object) -> Scenario:
     """make_base, make_pr and `wave-bot apply` on a real git repository, as tests/flux/test_fluxsim.py does."""
-    world = repr(w)
+    world, stalling = repr(w), stalls(w)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         SCENARIOS.make_base(w, root)
@@ -289,7 +335,7 @@ def prepare(number: int, w: object) -> Scenario:
         code, report = SCENARIOS.cli(root, "apply", "--base", "main", "--fix-overlays")
         assert code == 0, report
         SCENARIOS.hide_waves(w, root)
-        return Scenario(number, world, kind, base, SCENARIOS.files_of(root), report["findings"])
+        return Scenario(number, world, kind, base, SCENARIOS.files_of(root), report["findings"], stalling)
 
 
 def play(live: Cluster, scenario: Scenario) -> None:
@@ -334,6 +380,7 @@ def test_real_flux_deletes_what_the_simulation_says(live: Cluster, tmp_path_fact
                 PREPARED.append(time.monotonic() - started)
                 with LOCK:
                     KINDS[scenario.kind] = KINDS.get(scenario.kind, 0) + 1
+                    COUNTS["stalling"] += scenario.stalling
                 todo.put(scenario)
         finally:
             for _ in threads:
@@ -358,8 +405,10 @@ def _report_counts(request: pytest.FixtureRequest) -> Iterator[None]:
         with capture.global_and_fixture_disabled():  # in the CI log, not only with -s
                 print(f"\nliveflux: {COUNTS['cases']} transitions through real Flux, {COUNTS['deleting']} deleting; "
                   f"{COUNTS['exact']} where real Flux deleted exactly what the simulation's union says, "
-                  f"{COUNTS['raced']} where simulated histories differ; random scenarios: "
+                  f"{COUNTS['raced']} where simulated histories differ, {COUNTS['held']} where a wave's health "
+                  f"check failed (timeout {HEALTH_TIMEOUT}); random scenarios: "
                   + ", ".join(f"{k}: {n}" for k, n in sorted(KINDS.items()))
+                  + f"; {COUNTS['stalling']} of {len(TIMES)} stalling worlds (a child Kustomization never Ready)"
                   + f"; {CLUSTERS} control planes, a scenario {times[len(times) // 2]:.1f} s (median), "
                   f"{times[-1]:.1f} s at most, wave-bot's part {sum(PREPARED) / max(1, len(PREPARED)):.1f} s (mean); "
                   f"CPU: {cpu(resource.RUSAGE_SELF):.0f} s this process, {cpu(resource.RUSAGE_CHILDREN):.0f} s the "

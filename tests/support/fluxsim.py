@@ -17,7 +17,8 @@ Written from Flux's documented behaviour, not from `bot/checks/deletes.py`, so t
   `kustomize.toolkit.fluxcd.io/prune: disabled` (on the live object: as applied last).
 - `dependsOn` is Ready- and revision-gated: a Kustomization reconciles a revision only after every
   Kustomization it depends on has applied that revision. Kustomizations not ordered by `dependsOn`
-  race: every interleaving is possible. A dependency that does not exist never becomes ready.
+  race: every interleaving is possible. A dependency that does not exist never becomes ready. So at
+  base too: the cluster holds nothing of a Kustomization that waits on one that never became Ready.
 - Whether a Kustomization reconciles the new revision with its old spec or the new one is a race
   with the root applying it, so both are explored.
 - Deleting a Flux Kustomization runs its finalizer: it prunes its inventory (same label and
@@ -594,16 +595,47 @@ def root_fails(files: Files, entry: str = ENTRY) -> bool:
     return any(not m.rid.namespace for m, _ in _flux_docs(files, entry))
 
 
+def holds(files: Files, spec: Spec, manifests: list[Manifest]) -> bool:
+    """Whether `spec`, having applied `manifests` (its build of `files`), stays not Ready: it waits
+    on what it applied (`wait: true`) and a nested Kustomization among that never becomes Ready (its
+    source is not there, or its build fails): the health check times out."""
+    return spec.wait and any(m.child is not None and (not m.child.has_source or flux_build(files, m.child) is None)
+                             for m in manifests)
+
+
+def applied_at(files: Files, ks: Mapping[str, Spec]) -> set[str]:
+    """The Kustomizations of `ks` that apply `files` on an empty cluster: each whose dependencies all
+    became Ready (applied, and not held: `holds`). One whose source is missing or whose build fails
+    applies nothing and is not Ready; whoever depends on it (directly or not) never applies."""
+    applied: set[str] = set()
+    ready: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, spec in sorted(ks.items()):
+            if name in applied or not all(d in ready for d in spec.depends_on):
+                continue
+            applied.add(name)
+            changed = True
+            found = flux_build(files, spec) if spec.has_source else None
+            if found is not None and not holds(files, spec, found):
+                ready.add(name)
+    return applied
+
+
 def simulate(base: Files, head: Files, entry: str = ENTRY) -> Outcome:
     """Every object deleted in some history of Flux reconciling `head` over a cluster at `base`
     (`entry`: the directory the cluster's root Kustomization builds).
 
     The cluster at `base` is what Flux makes of `base` on an empty cluster: nothing when the root's
-    apply fails there (`root_fails`). When it fails at `head`, the root applies no Kustomization of
-    `head` and deletes none; the ones the cluster has reconcile `head` with the specs they have."""
+    apply fails there (`root_fails`), and nothing of a Kustomization that never got to apply there
+    (`applied_at`: one waiting on a dependency that never became Ready). When it fails at `head`,
+    the root applies no Kustomization of `head` and deletes none; the ones the cluster has reconcile
+    `head` with the specs they have."""
     base_ks = {} if root_fails(base, entry) else kustomizations(base, entry)
     head_ks = base_ks if root_fails(head, entry) else kustomizations(head, entry)
-    base_builds = {name: flux_build(base, spec) or [] for name, spec in base_ks.items()}
+    at_base = applied_at(base, base_ks)
+    base_builds = {name: flux_build(base, spec) or [] if name in at_base else [] for name, spec in base_ks.items()}
     for owner, m in list(_nested(base, [m for ms in base_builds.values() for m in ms])):
         base_builds.setdefault(owner, []).append(m)
     # Who may own each object at base: every Kustomization defining it (the last applier wins).
@@ -746,8 +778,7 @@ def _history(
         while deferred:
             m, depth = deferred.pop(0)
             apply(m, actor, depth, late=True)
-        if spec.wait and any(m.child is not None and (not m.child.has_source or flux_build(head, m.child) is None)
-                             for m in manifests):
+        if holds(head, spec, manifests):
             failed.add(actor)  # its health check times out on the child: applied and pruned, never Ready
     for rid, d in deleted.items():
         outcome.deletions.setdefault(rid, set()).add(d)

@@ -19,7 +19,11 @@ What runs, and what stands in for what does not:
   serves) and object of a permissive CRD Ready at its generation, as their controllers would; so
   kustomize-controller's health checks (`wait: true`, `healthChecks`, kstatus) pass once an object
   is applied. What this cannot show: a Kustomization
-  held back by a workload that never becomes healthy (its dependents then wait on it).
+  held back by a workload that never becomes healthy (its dependents then wait on it). A Flux
+  Kustomization that never becomes Ready (its source is missing) does hold back the wave that
+  health-checks it, as in a real cluster: `play(..., health_timeout="15s")` caps such waves'
+  `spec.timeout` in what is served, so their health checks fail in seconds rather than minutes
+  (when they fail changes nothing that is applied or pruned, only how long the test waits).
 - Kinds the control plane does not serve get a permissive CRD (any spec; cluster-scoped for a
   `Cluster*` or `*Class` kind or one whose objects the repository never gives a namespace, nor
   applies where one is set, else namespaced; every version a revision names), named by the
@@ -44,6 +48,7 @@ import http.server
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -188,28 +193,68 @@ def _complete(doc: Any) -> Any:
     return doc
 
 
-def _artifact_file(path: str, data: bytes) -> bytes:
-    """A repository file as the artifact holds it (objects completed; anything else unchanged)."""
+DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+
+
+def _seconds(duration: object) -> float | None:
+    """A Go duration as Flux's CRDs accept it (`5m`, `1m30s`, `500ms`) in seconds; None if it is not one."""
+    text = str(duration)
+    parts = DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[u] for n, u in parts)
+
+
+def _shortened(doc: Any, health_timeout: str) -> bool:
+    """Cap a Flux Kustomization's `spec.timeout` at `health_timeout` where it health-checks what it
+    applies (`wait: true` or `healthChecks`; without `timeout` it is the interval): a health check
+    that can never pass then fails after seconds, not minutes. The timeout only says when the
+    Kustomization gives up (on its apply too, which takes far less here); what it applies and prunes,
+    and whether its dependents ever reconcile, do not depend on it. Whether `doc` changed."""
+    if not (isinstance(doc, dict) and doc.get("kind") == "Kustomization"
+            and str(doc.get("apiVersion", "")).startswith(f"{FLUX_GROUP}/") and isinstance(doc.get("spec"), dict)):
+        return False
+    spec = doc["spec"]
+    if spec.get("wait") is not True and not spec.get("healthChecks"):
+        return False
+    now, cap = _seconds(spec.get("timeout", spec.get("interval", "")) or ""), _seconds(health_timeout)
+    if now is not None and cap is not None and now <= cap:
+        return False
+    spec["timeout"] = health_timeout
+    return True
+
+
+def _artifact_file(path: str, data: bytes, health_timeout: str | None = None) -> bytes:
+    """A repository file as the artifact holds it (objects completed; with `health_timeout`, Flux
+    Kustomizations' health-check timeouts capped: `_shortened`; anything else unchanged)."""
     if not path.endswith((".yaml", ".yml")) or path.rsplit("/", 1)[-1].startswith("kustomization."):
         return data
     try:
         docs = list(_yaml().load_all(data))
     except Exception:  # noqa: BLE001 - not for the harness to judge: Flux reads it as it is
         return data
-    if not any(isinstance(d, dict) and d.get("kind") in ("Deployment", "PersistentVolumeClaim")
-               and "spec" not in d for d in docs):
+    incomplete = any(isinstance(d, dict) and d.get("kind") in ("Deployment", "PersistentVolumeClaim")
+                     and "spec" not in d for d in docs)
+    shortened = health_timeout is not None and any([_shortened(d, health_timeout) for d in docs])
+    if not (incomplete or shortened):
         return data
     out = io.StringIO()
     _yaml().dump_all([_complete(d) for d in docs if d is not None], out)
     return out.getvalue().encode()
 
 
-def tarball(files: Mapping[str, bytes]) -> bytes:
-    """A deterministic tar.gz of `files`, as source-controller packs a revision."""
+def served(files: Mapping[str, bytes], health_timeout: str | None = None) -> dict[str, bytes]:
+    """The files as the artifact holds them (see `_artifact_file`)."""
+    return {path: _artifact_file(path, data, health_timeout) for path, data in files.items()}
+
+
+def tarball(files: Mapping[str, bytes], health_timeout: str | None = None) -> bytes:
+    """A deterministic tar.gz of `files`, as source-controller packs a revision (see `served`)."""
     raw = io.BytesIO()
+    artifact = served(files, health_timeout)
     with tarfile.open(fileobj=raw, mode="w") as tar:
-        for path in sorted(files):
-            data = _artifact_file(path, files[path])
+        for path in sorted(artifact):
+            data = artifact[path]
             info = tarfile.TarInfo(path)
             info.size, info.mode, info.mtime = len(data), 0o644, 0
             tar.addfile(info, io.BytesIO(data))
@@ -569,9 +614,14 @@ class Cluster:
         audit = self.work / "audit.log"
         return audit.stat().st_size if audit.exists() else 0
 
-    def play(self, files: Mapping[str, bytes], label: str, timeout: float = 120, root: str = "./clusters/base") -> str:
+    def play(self, files: Mapping[str, bytes], label: str, timeout: float = 120, root: str = "./clusters/base",
+             health_timeout: str | None = None) -> str:
         """Serve `files` as the GitRepository's new revision; return once every Kustomization handled it.
-        `root` is the bootstrap path the root Kustomization `flux-system` applies."""
+        `root` is the bootstrap path the root Kustomization `flux-system` applies. With
+        `health_timeout` (a duration, e.g. "15s"), each Flux Kustomization that health-checks what it
+        applies gives up after at most that long in what is served (`_shortened`): a wave held by an
+        object that never becomes Ready fails its health check then, its dependents wait on it
+        (DependencyNotReady), and the revision counts as handled."""
         assert self.artifacts is not None
         kinds = _kinds(files)
         self.serve(kinds, _cluster_kinds(files))
@@ -582,7 +632,7 @@ class Cluster:
         named, defined = _namespaces_named(files)
         for ns in sorted(named - defined - SYSTEM_NAMESPACES):
             self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        data = tarball(files)
+        data = tarball(files, health_timeout)
         sha1 = hashlib.sha1(data + label.encode()).hexdigest()  # noqa: S324 - a revision id, as git's
         revision = f"main@sha1:{sha1}"
         (self.artifacts.root / f"{sha1}.tar.gz").write_bytes(data)
@@ -783,4 +833,4 @@ def cluster(work: Path) -> Iterator[Cluster]:
         shutil.rmtree(work / "etcd", ignore_errors=True)
 
 
-__all__ = ["Cluster", "Ref", "cluster", "require_binaries", "tarball", "versions"]
+__all__ = ["Cluster", "Ref", "cluster", "require_binaries", "served", "tarball", "versions"]
