@@ -38,6 +38,8 @@ RELATED: dict[str, tuple[str, ...]] = {
     "checks.removal": ("checks/test_cutover.py", "checks/test_deletes.py", "layout/test_side.py",
                        "actions/test_action_cutover.py"),
     "checks.cutover": ("checks/test_cutover.py", "actions/test_action_cutover.py", "layout/test_units.py"),
+    "checks.grouping": ("checks/test_grouping.py", "checks/test_cutover.py"),
+    "checks.tiers": ("checks/test_tiers.py", "checks/test_registry.py", "report/test_groups.py"),
     "checks.cascade": ("checks/test_cascade.py",),
     "checks.acceptance": ("checks/test_acceptance.py", "checks/test_accept_command.py", "report/test_markdown.py"),
     "checks.crds": ("checks/test_tiers.py",),
