@@ -250,3 +250,48 @@ def test_a_child_kustomization_follows_its_unit_into_another_wave(
         ks = yaml.safe_load((repo / f"apps/wave-{n}/team/{name}/ks.yaml").read_text())
         assert ks["spec"]["path"] == f"./apps/wave-{n}/team/{name}/app"
     assert applied(repo, kubectl, flux_roots(repo)) == before
+
+
+def test_a_units_own_namespace_becomes_the_groups_as_the_group_overrode_it(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl) -> None:
+    # kustomize applies the group's namespace after the unit's own: the unit's objects were in team.
+    files = {**base("dependencies:\n  web: []\n  api: [web]\n"), **GROUPED}
+    files["apps/team/kustomization.yaml"] = KUSTOMIZE + "namespace: team\nresources:\n  - ./web/ks.yaml\n  - ./api\n"
+    files["apps/team/api/kustomization.yaml"] = (KUSTOMIZE + "namespace: elsewhere  # before the group\n"
+                                                 "resources:\n  - ks.yaml\n")
+    del files["apps/team/namespace.yaml"]
+    repo = make_repo(files)
+    before = applied(repo, kubectl, ["apps/team"])
+    own = (repo / "apps/team/api/kustomization.yaml").read_text()
+    code, _, err = run(repo, capsys)
+    assert code == 0, err
+    assert (repo / "apps/wave-1/team/api/kustomization.yaml").read_text() == own.replace(
+        "namespace: elsewhere", "namespace: team")
+    assert applied(repo, kubectl, flux_roots(repo)) == before
+
+
+
+def test_every_grouping_folder_whose_patches_name_files_is_refused_in_one_error(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # Two folders, two fixes: one run names both, each at its own line.
+    files = {**base("dependencies:\n  web: []\n  api: [web]\n  db: []\n"), **GROUPED}
+    files["apps/team/kustomization.yaml"] = (KUSTOMIZE + "namespace: team\nresources:\n  - ./web/ks.yaml\n"
+                                             "  - ./api/ks.yaml\npatchesStrategicMerge:\n  - interval.yaml\n")
+    files["apps/team/interval.yaml"] = FLUX + "metadata:\n  name: web\nspec:\n  interval: 5m\n"
+    del files["apps/team/namespace.yaml"]
+    files["apps/ops/kustomization.yaml"] = (KUSTOMIZE + "namespace: ops\nresources:\n  - ./db/ks.yaml\npatches:\n"
+                                            "  - path: interval.yaml\n    target:\n      kind: Kustomization\n")
+    files["apps/ops/interval.yaml"] = "- op: replace\n  path: /spec/interval\n  value: 5m\n"
+    files["apps/ops/db/ks.yaml"] = child("db", "./apps/ops/db/app")
+    files["apps/ops/db/app/kustomization.yaml"] = KUSTOMIZE + "resources:\n  - deploy.yaml\n"
+    files["apps/ops/db/app/deploy.yaml"] = deployment("db", "ops")
+    repo = make_repo(files)
+    tree = snapshot(repo)
+    code, _, err = run(repo, capsys)
+    assert code == 2 and snapshot(repo) == tree
+    assert err.startswith("wave-bot: error: apps/ops/kustomization.yaml:6: patches here names files relative to "
+                          "apps/ops/ and transforms every unit listed here"), err
+    assert ("1 more grouping folder(s) to change the same way: apps/team/kustomization.yaml:7: patchesStrategicMerge "
+            "here names files relative to apps/team/ and transforms every unit listed here") in err
+    assert "(fix: write the patches inline (patches: - patch: |-) or move patchesStrategicMerge into each" in err
+    assert "hint: write the patches inline (patches: - patch: |-) or move patches into each unit's own" in err
