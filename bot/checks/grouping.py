@@ -197,7 +197,8 @@ def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile], read: Ca
             if transforms or carried:
                 moved_own = f"{unit.target}/{posixpath.basename(unit_own)}"
                 line = doc.info.line((transforms[0],) if transforms else ("components",))
-                data_own = _carry(read(unit_own), unit_own, value, own, line, transforms, carried, unit.target)
+                data_own = _carry(read(unit_own), unit_own, value, own, line, transforms, carried, unit.target,
+                                  {key: doc.info.line((key,)) for key in transforms})
                 changes.append(Change("update", moved_own, content=data_own))
                 compare.append((own, doc.info.line(("resources", entries[0][0])), unit.path, unit.target))
             continue
@@ -228,10 +229,11 @@ def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile], read: Ca
 
 
 def _carry(data: bytes, path: str, group: Mapping[str, Any], own: str, line: int, transforms: Sequence[str],
-           carried: Sequence[str], target: str) -> bytes:
+           carried: Sequence[str], target: str, lines: Mapping[str, int]) -> bytes:
     """A unit's own kustomization with what its group did to it: each transforming field the unit's
     lacks added at the end (a `namespace` it has set to the group's: the group's wins in the build
-    too), each transforming component added to its `components`. Every other byte stays."""
+    too), each transforming component added to its `components`. Every other byte stays. `lines`:
+    the group's line of each transforming field (a field both set is refused at the group's line)."""
     docs = yamlio.load(data, path)
     value = docs[0].value if len(docs) == 1 else None
     if not isinstance(value, dict):
@@ -247,7 +249,7 @@ def _carry(data: bytes, path: str, group: Mapping[str, Any], own: str, line: int
             raise WaveBotError(
                 f"sets {key} for {posixpath.basename(posixpath.dirname(path))}/, whose own kustomization ({path}) "
                 f"sets {key} too; once the unit moves into its wave this file no longer applies to it, and wave-bot "
-                "does not merge the two", path=own, line=line,
+                "does not merge the two", path=own, line=lines.get(key, line),
                 hint=f"merge this {key} into {path} yourself (the objects stay the same), then run wave-bot again")
         else:
             text = data.decode()

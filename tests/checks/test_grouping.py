@@ -295,3 +295,19 @@ def test_every_grouping_folder_whose_patches_name_files_is_refused_in_one_error(
             "here names files relative to apps/team/ and transforms every unit listed here") in err
     assert "(fix: write the patches inline (patches: - patch: |-) or move patchesStrategicMerge into each" in err
     assert "hint: write the patches inline (patches: - patch: |-) or move patches into each unit's own" in err
+
+
+def test_a_field_both_the_group_and_the_units_own_kustomization_set_is_refused_at_the_groups_line(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    files = {**base("dependencies:\n  web: []\n  api: [web]\n"), **GROUPED}
+    files["apps/team/kustomization.yaml"] = (KUSTOMIZE + "namespace: team\ncommonLabels:\n  team: team\n"
+                                             "resources:\n  - ./web/ks.yaml\n  - ./api\n")
+    files["apps/team/api/kustomization.yaml"] = KUSTOMIZE + "commonLabels:\n  app: api\nresources:\n  - ks.yaml\n"
+    del files["apps/team/namespace.yaml"]
+    repo = make_repo(files)
+    tree = snapshot(repo)
+    code, _, err = run(repo, capsys)
+    assert code == 2 and snapshot(repo) == tree
+    assert err.startswith("wave-bot: error: apps/team/kustomization.yaml:4: sets commonLabels for api/, whose own "
+                          "kustomization (apps/team/api/kustomization.yaml) sets commonLabels too; "), err
+    assert "hint: merge this commonLabels into apps/team/api/kustomization.yaml yourself" in err
