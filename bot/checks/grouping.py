@@ -158,6 +158,7 @@ def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile], read: Ca
                 path=own, line=doc.info.line((key,)),
                 hint=f"write the patches inline (patches: - patch: |-) or move {key} into each unit's own "
                      "kustomization, then run wave-bot again")
+    _refuse_hashed_references(tree, own, value, doc.info.line, [units[name].path for name in listed])
     carried: list[str] = []
     components = value.get("components")
     for index, ref in enumerate(components if isinstance(components, list) else []):
@@ -226,6 +227,53 @@ def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile], read: Ca
         for ref in (components if isinstance(components, list) else []) if isinstance(ref, str))
     changes.insert(0, Change("update", own, content=rest) if keeps else Change("delete", own))
     return Regroup(tuple(changes), frozenset(given), tuple(compare))
+
+
+def _refuse_hashed_references(tree: Tree, own: str, group: Mapping[str, Any],
+                              line: Callable[[tuple[str | int, ...]], int], leaving: Sequence[str]) -> None:
+    """A group's generator names its object `<name>-<hash>`, and kustomize rewrites the references to
+    `<name>` in the objects the group builds (a Deployment's volume, envFrom, ...) to that name. A unit
+    that leaves is built by its wave alone: its references would name `<name>`, which nothing makes.
+    Refused when a leaving unit's objects (Flux Kustomizations aside: kustomize rewrites none of their
+    fields) hold the generated name anywhere outside their metadata."""
+    options = group.get("generatorOptions")
+    hashed = []
+    for key in ("configMapGenerator", "secretGenerator"):
+        entries = group.get(key)
+        for index, entry in enumerate(entries if isinstance(entries, list) else []):
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                continue
+            own_options = entry.get("options")
+            merged = {**(options if isinstance(options, dict) else {}),
+                      **(own_options if isinstance(own_options, dict) else {})}
+            if merged.get("disableNameSuffixHash") is not True:
+                hashed.append((key, index, entry["name"]))
+    if not hashed:
+        return
+    try:
+        objects = kustomize.build(tree, posixpath.dirname(own)).objects
+    except (Unsupported, BuildError, WaveBotError):
+        return  # the legacy build fails too, or the evaluator cannot tell: the builds verified later say so
+    for key, index, name in hashed:
+        users = sorted({unit for o in objects for unit in leaving if o.source.startswith(unit + "/")
+                        and not str(o.value.get("apiVersion", "")).startswith(FLUX_GROUP + "/")
+                        and any(_holds(v, name) for k, v in o.value.items() if k != "metadata")})
+        if users:
+            raise WaveBotError(
+                f"{key} entry {name} makes {name}-<hash>, and kustomize renames the references to {name} in what "
+                f"this file builds to it; {', '.join(users)} refer(s) to {name}, and once the units move into waves "
+                f"this file no longer builds them: their references would name {name}, which nothing makes",
+                path=own, line=line((key, index)),
+                hint=f"move the {name} generator into the kustomization of each unit that uses it (or set "
+                     "options: disableNameSuffixHash: true on it, which renames the object), then run wave-bot again")
+
+
+def _holds(value: Any, text: str) -> bool:
+    if isinstance(value, Mapping):
+        return any(_holds(v, text) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds(v, text) for v in value)
+    return isinstance(value, str) and value == text
 
 
 def _carry(data: bytes, path: str, group: Mapping[str, Any], own: str, line: int, transforms: Sequence[str],

@@ -311,3 +311,28 @@ def test_a_field_both_the_group_and_the_units_own_kustomization_set_is_refused_a
     assert err.startswith("wave-bot: error: apps/team/kustomization.yaml:4: sets commonLabels for api/, whose own "
                           "kustomization (apps/team/api/kustomization.yaml) sets commonLabels too; "), err
     assert "hint: merge this commonLabels into apps/team/api/kustomization.yaml yourself" in err
+
+
+def test_a_group_generator_its_units_refer_to_is_refused_before_they_leave(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl) -> None:
+    # The group generates settings-<hash> and rewrites the unit's reference to it; the unit's own
+    # kustomization at its wave would not, so its Deployment would mount a ConfigMap no one makes.
+    files = {**base("dependencies:\n  web: []\n  api: [web]\n"), **GROUPED}
+    files["apps/team/kustomization.yaml"] = (
+        KUSTOMIZE + "namespace: team\nconfigMapGenerator:\n  - name: settings\n    literals:\n      - mode=fast\n"
+        "resources:\n  - ./web/deploy.yaml\n  - ./api/ks.yaml\n")
+    for name in ("namespace.yaml", "web/ks.yaml", "web/app/kustomization.yaml", "web/app/deploy.yaml"):
+        del files[f"apps/team/{name}"]
+    files["apps/team/web/deploy.yaml"] = deployment("web", "team").replace(
+        "      containers:\n", "      volumes:\n        - name: settings\n          configMap:\n"
+        "            name: settings\n      containers:\n")
+    repo = make_repo(files)
+    assert any(d["kind"] == "Deployment" and d["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"]
+               .startswith("settings-") for d in built(kubectl, repo / "apps/team"))
+    tree = snapshot(repo)
+    code, _, err = run(repo, capsys)
+    assert code == 2 and snapshot(repo) == tree
+    assert err.startswith("wave-bot: error: apps/team/kustomization.yaml:5: configMapGenerator entry settings makes "
+                          "settings-<hash>, and kustomize renames the references to settings in what this file builds "
+                          "to it; apps/team/web refer(s) to settings, and once the units move into waves "), err
+    assert "hint: move the settings generator into the kustomization of each unit that uses it" in err
