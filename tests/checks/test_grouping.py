@@ -336,3 +336,83 @@ def test_a_group_generator_its_units_refer_to_is_refused_before_they_leave(
                           "settings-<hash>, and kustomize renames the references to settings in what this file builds "
                           "to it; apps/team/web refer(s) to settings, and once the units move into waves "), err
     assert "hint: move the settings generator into the kustomization of each unit that uses it" in err
+
+
+def test_a_group_patch_naming_one_unit_is_refused_at_the_patch_as_the_group_would_not_build(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # The group's inline patch names web's Kustomization: the group keeps it (it transforms) and so
+    # would each unit's new kustomization; the group, left with its Namespace, has nothing to patch.
+    files = {**base("dependencies:\n  web: []\n  api: [web]\n"), **GROUPED}
+    files["apps/team/kustomization.yaml"] = (
+        KUSTOMIZE + "namespace: team\nresources:\n  - ./namespace.yaml\n  - ./web/ks.yaml\n  - ./api/ks.yaml\n"
+        "patches:\n  - patch: |-\n" + "".join(f"      {line}\n" for line in FLUX.splitlines())
+        + "      metadata:\n        name: web\n      spec:\n        interval: 5m\n")
+    repo = make_repo(files)
+    tree = snapshot(repo)
+    code, _, err = run(repo, capsys)
+    assert code == 2 and snapshot(repo) == tree
+    assert err.startswith("wave-bot: error: apps/team/kustomization.yaml:7: after the split the Flux Kustomization "
+                          "apps-rest (cluster clusters/base) would not build: "), err
+
+
+def test_a_group_listing_part_of_a_unit_with_its_own_kustomization_is_refused_naming_both_lists(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # The group applies api/ (its own list) and a file below it besides; the wave would apply only api/.
+    files = {**base("dependencies:\n  web: []\n  api: [web]\n"), **GROUPED}
+    files["apps/team/kustomization.yaml"] = (KUSTOMIZE + "namespace: team\nresources:\n  - ./web/ks.yaml\n  - ./api\n"
+                                             "  - ./api/app/deploy.yaml\n")
+    files["apps/team/api/kustomization.yaml"] = KUSTOMIZE + "resources:\n  - ks.yaml\n"
+    del files["apps/team/namespace.yaml"]
+    repo = make_repo(files)
+    tree = snapshot(repo)
+    code, _, err = run(repo, capsys)
+    assert code == 2 and snapshot(repo) == tree
+    assert err.startswith("wave-bot: error: apps/team/kustomization.yaml:4: lists the directory, app/deploy.yaml of "
+                          "api/, and its wave will list api (what its own kustomization.yaml lists); the split would "
+                          "apply something else than the legacy Kustomization did"), err
+    assert ("hint: make apps/team/api/kustomization.yaml list exactly what this file applies of api/ (what it lists "
+            "now, app/deploy.yaml) and list only ./api here, then run wave-bot again") in err
+
+
+def test_a_group_listing_part_of_its_units_gives_each_a_list_of_that_part_and_keeps_what_it_adds(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl) -> None:
+    # Nothing transforms: the group lists each unit's ks.yaml (not its app/, the child's) and adds a
+    # Secret through a component. web's ks.yaml holds a Namespace (no spec) before its Kustomization.
+    files = {**base("dependencies:\n  web: []\n  api: [web]\n"), **GROUPED}
+    files["apps/team/kustomization.yaml"] = (KUSTOMIZE + "components:\n  - ../../components/shared\n"
+                                             "resources:\n  - ./web/ks.yaml\n  - ./api/ks.yaml\n")
+    files["apps/team/web/ks.yaml"] = ("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: web-data\n"
+                                      + files["apps/team/web/ks.yaml"].replace("metadata:\n", "metadata:\n  namespace: "
+                                                                               "flux-system\n"))
+    files["apps/team/api/ks.yaml"] = files["apps/team/api/ks.yaml"].replace("metadata:\n",
+                                                                            "metadata:\n  namespace: flux-system\n")
+    del files["apps/team/namespace.yaml"]
+    repo = make_repo(files)
+    before = applied(repo, kubectl, ["apps/team"])
+    code, _, err = run(repo, capsys)
+    assert code == 0, err
+    for name, n in (("web", 0), ("api", 1)):
+        assert yaml.safe_load((repo / f"apps/wave-{n}/team/{name}/kustomization.yaml").read_text())["resources"] == [
+            "ks.yaml"]
+    # The group stays for its Secret, listing no unit.
+    assert yaml.safe_load((repo / "apps/team/kustomization.yaml").read_text()) == {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "components": ["../../components/shared"], "resources": []}
+    after = applied(repo, kubectl, flux_roots(repo))
+    assert after == before and max(after.values()) == 1
+
+
+def test_a_units_own_kustomization_without_a_final_newline_gains_the_groups_fields_on_lines_of_their_own(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl) -> None:
+    files = {**base("dependencies:\n  web: []\n  api: [web]\n"), **GROUPED}
+    files["apps/team/kustomization.yaml"] = (KUSTOMIZE + "namespace: team\ncommonLabels:\n  team: team\n"
+                                             "resources:\n  - ./web/ks.yaml\n  - ./api\n")
+    files["apps/team/api/kustomization.yaml"] = KUSTOMIZE + "resources:\n  - ks.yaml"
+    del files["apps/team/namespace.yaml"]
+    repo = make_repo(files)
+    before = applied(repo, kubectl, ["apps/team"])
+    code, _, err = run(repo, capsys)
+    assert code == 0, err
+    assert (repo / "apps/wave-1/team/api/kustomization.yaml").read_text() == (
+        KUSTOMIZE + "resources:\n  - ks.yaml\nnamespace: team\ncommonLabels:\n  team: team\n")
+    assert applied(repo, kubectl, flux_roots(repo)) == before
