@@ -416,3 +416,22 @@ def test_a_units_own_kustomization_without_a_final_newline_gains_the_groups_fiel
     assert (repo / "apps/wave-1/team/api/kustomization.yaml").read_text() == (
         KUSTOMIZE + "resources:\n  - ks.yaml\nnamespace: team\ncommonLabels:\n  team: team\n")
     assert applied(repo, kubectl, flux_roots(repo)) == before
+
+
+def test_a_units_own_components_are_rewritten_and_gain_the_groups_transforming_component(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl) -> None:
+    files = {**base("dependencies:\n  web: []\n  api: [web]\n"), **GROUPED}
+    files["apps/team/kustomization.yaml"] = (KUSTOMIZE + "namespace: team\ncomponents:\n  - ../../components/labels\n"
+                                             "resources:\n  - ./web/ks.yaml\n  - ./api\n")
+    files["apps/team/api/kustomization.yaml"] = (KUSTOMIZE + "resources:\n  - ks.yaml\ncomponents:\n"
+                                                 "  - ../../../components/tag\n")
+    files["components/tag/kustomization.yaml"] = COMPONENT + "commonAnnotations:\n  owner: api\n"
+    del files["apps/team/namespace.yaml"]
+    repo = make_repo(files)
+    before = applied(repo, kubectl, ["apps/team"])
+    code, _, err = run(repo, capsys)
+    assert code == 0, err
+    assert (repo / "apps/wave-1/team/api/kustomization.yaml").read_text() == (
+        KUSTOMIZE + "resources:\n  - ks.yaml\ncomponents:\n  - ../../../../components/tag\n"
+        "  - ../../../../components/labels\nnamespace: team\n")
+    assert applied(repo, kubectl, flux_roots(repo)) == before
