@@ -435,3 +435,23 @@ def test_a_units_own_components_are_rewritten_and_gain_the_groups_transforming_c
         KUSTOMIZE + "resources:\n  - ks.yaml\ncomponents:\n  - ../../../../components/tag\n"
         "  - ../../../../components/labels\nnamespace: team\n")
     assert applied(repo, kubectl, flux_roots(repo)) == before
+
+
+def test_every_moving_units_reference_is_rewritten_whatever_else_refers_to_the_same_bases(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl) -> None:
+    # apps/base/all (no unit, never moved) lists the same bases: its entries stay, the units' change.
+    files = {**base("apps_dir: apps/prod\ndependencies:\n  web: []\n  api: [web]\n", "./apps/prod")}
+    files["apps/base/all/kustomization.yaml"] = KUSTOMIZE + "resources:\n  - ../web\n  - ../api\n"
+    for app in ("web", "api"):
+        files[f"apps/base/{app}/kustomization.yaml"] = KUSTOMIZE + "resources:\n  - deploy.yaml\n"
+        files[f"apps/base/{app}/deploy.yaml"] = deployment(app, "prod")
+        files[f"apps/prod/{app}/kustomization.yaml"] = KUSTOMIZE + f"resources:\n  - ../../base/{app}\n"
+    repo = make_repo(files)
+    before = [built(kubectl, repo / f"apps/prod/{app}") for app in ("web", "api")]
+    code, _, err = run(repo, capsys)
+    assert code == 0, err
+    for n, app in enumerate(("web", "api")):
+        moved = repo / f"apps/prod/wave-{n}/{app}"
+        assert (moved / "kustomization.yaml").read_text() == KUSTOMIZE + f"resources:\n  - ../../../base/{app}\n"
+        assert built(kubectl, moved) == before[n]
+    assert (repo / "apps/base/all/kustomization.yaml").read_text() == files["apps/base/all/kustomization.yaml"]
