@@ -789,3 +789,30 @@ def test_a_renamed_directory_leaves_a_stale_path_that_is_an_error(archive: Path 
     moved = [f for f in findings if f.code == "tier-path-moved"]
     assert [(f.path, f.severity, f.resource) for f in moved] == [(ks.file, "error", ks.title)]
     assert f"./{ks.path}" in moved[0].message
+
+
+@pytest.mark.parametrize(("elsewhere", "fixed"), [(False, True), (True, False)], ids=["one-place", "two-places"])
+def test_a_tier_path_moved_into_a_wave_names_where_it_went(
+        capsys: pytest.CaptureFixture[str], example_repo: Path, elsewhere: bool, fixed: bool) -> None:
+    # A directory of its own tier moves from directly under apps/ into wave 1: the tier's spec.path
+    # is stale, and the fix names the one place the directory now is (none when two could be it).
+    write_files(example_repo, {
+        "clusters/base/tools.yaml": tier("tools", "apps/tools", "platform-config", post=False),
+        "apps/tools/kustomization.yaml": "resources:\n  - cm.yaml\n",
+        "apps/tools/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tools\n  namespace: default\n"})
+    add_base_entry(example_repo, "tools")
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-qm", "tools")
+    git(example_repo, "mv", "apps/tools", "apps/wave-1/tools")
+    if elsewhere:
+        write_files(example_repo, {"apps/wave-2/tools/kustomization.yaml": "resources: []\n"})
+    code, report = check(capsys, example_repo, "--base", "HEAD")
+    assert code == 1
+    [finding] = found(report, "tier-path-moved")
+    text = (example_repo / "clusters/base/tools.yaml").read_text().splitlines()
+    assert (finding["severity"], finding["path"], finding["resource"], finding["line"]) == (
+        "error", "clusters/base/tools.yaml", "tools", 1 + text.index("  path: ./apps/tools"))
+    assert ("its spec.path ./apps/tools is a directory at base, and this change moves it away"
+            + (" (to ./apps/wave-1/tools):" if fixed else ":")) in finding["message"]
+    fix = "# in clusters/base/tools.yaml:\nspec:\n  path: ./apps/wave-1/tools\n"
+    assert finding.get("fix") == (fix if fixed else None)
