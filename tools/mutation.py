@@ -112,6 +112,11 @@ def prepare(modules: Sequence[str]) -> None:
             target = WORK / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(origin, target, follow_symlinks=False)
+    # The tests find the real repositories' archives beside the checkout (../shared): beside the copy
+    # too, or every real-repository test would skip there and its mutants survive unseen.
+    shared, beside = ROOT.parent / "shared", WORK.parent / "shared"
+    if shared.is_dir() and not beside.exists():
+        beside.symlink_to(shared)
     pyproject = (ROOT / "pyproject.toml").read_text()
     settings = dict(tomllib.loads(pyproject).get("tool", {}).get("mutmut", {}))
     tests = sorted({f"tests/{t}" for m in modules for t in RELATED[m]})
