@@ -98,6 +98,20 @@ def test_a_cycle_names_every_edge(capsys: pytest.CaptureFixture[str], example_re
     message = finding["message"]
     assert "platform dependsOn platform-config (clusters/base/platform.yaml:8)" in message
     assert "platform-config dependsOn platform (clusters/base/platform-config.yaml:10)" in message
+    # The finding sits at the ring's first edge: the first tier's dependsOn entry.
+    assert message.startswith("dependsOn cycle platform -> platform-config -> platform: ")
+    assert (finding["path"], finding["line"], finding["resource"]) == ("clusters/base/platform.yaml", 8, "platform")
+
+
+def test_a_tier_that_depends_on_itself_is_a_cycle_of_one_edge(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    write_files(example_repo, {"clusters/base/platform.yaml": tier("platform", "platform", "platform")})
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "depends-on-")
+    assert (finding["code"], finding["path"], finding["line"], finding["resource"]) == (
+        "depends-on-cycle", "clusters/base/platform.yaml", 8, "platform")
+    assert finding["message"].startswith("dependsOn cycle platform -> platform: each waits for the next to be Ready")
 
 
 def test_a_kustomization_without_a_namespace_fails_the_whole_apply(
