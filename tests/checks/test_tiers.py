@@ -77,6 +77,21 @@ def test_a_depends_on_that_names_nothing(capsys: pytest.CaptureFixture[str], exa
     assert finding["message"].endswith("(on every entrypoint)")
 
 
+def test_a_depends_on_like_no_tier_says_how_to_fix_it_without_a_guess(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    config = example_repo / "clusters/base/platform-config.yaml"
+    config.write_text(config.read_text().replace("- name: platform\n", "- name: zzz\n"))
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "depends-on-")
+    assert (finding["code"], finding["path"], finding["line"]) == (
+        "depends-on-missing", "clusters/base/platform-config.yaml", 10)
+    assert "did you mean" not in finding["message"]
+    assert finding["fix"] == ("in clusters/base/platform-config.yaml, make the dependsOn entry of platform-config name "
+                              "a Flux Kustomization this entrypoint applies, or add the missing one's file to the "
+                              "entrypoint's resources")
+
+
 def test_the_waves_own_chain_is_part_of_the_graph(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
     # wave 0 dependsOn platform-config; without it in the base, wave 0 never starts.
     (example_repo / "clusters/base/platform-config.yaml").unlink()
