@@ -845,3 +845,32 @@ def test_a_tier_path_moved_into_a_wave_names_where_it_went(
             + (" (to ./apps/wave-1/tools):" if fixed else ":")) in finding["message"]
     fix = "# in clusters/base/tools.yaml:\nspec:\n  path: ./apps/wave-1/tools\n"
     assert finding.get("fix") == (fix if fixed else None)
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("    kind: GitRepository\n    name: flux-system\n", True),
+    ("    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n", False),
+    ("    kind: GitRepository\n    name: nowhere\n", False),
+], ids=["in-another-namespace", "namespace-named", "no-such-source"])
+def test_a_sourceref_without_a_namespace_is_looked_up_in_the_tiers_own(
+        capsys: pytest.CaptureFixture[str], example_repo: Path, source: str, expected: bool) -> None:
+    # The tier lives in namespace tools; the only GitRepository flux-system is in flux-system.
+    text = tier("tools", "platform-config", "platform-config", post=False).replace(
+        "  namespace: flux-system\n", "  namespace: tools\n").replace(
+        "    kind: GitRepository\n    name: flux-system\n", source)
+    write_files(example_repo, {"clusters/base/tools.yaml": text})
+    add_base_entry(example_repo, "tools")
+    _, report = check(capsys, example_repo)
+    findings = found(report, "kustomization-source-namespace")
+    if not expected:
+        assert findings == []
+        return
+    [finding] = findings
+    lines = text.splitlines()
+    assert (finding["severity"], finding["path"], finding["line"], finding["resource"]) == (
+        "error", "clusters/base/tools.yaml", 1 + lines.index("  sourceRef:"), "tools/tools")
+    assert finding["message"].startswith(
+        "tools/tools names its sourceRef GitRepository flux-system without a namespace, so Flux looks for it in tools, "
+        "where there is none (it is in flux-system): tools/tools is never Ready")
+    assert finding["fix"].endswith("sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: "
+                                   "flux-system\n")
