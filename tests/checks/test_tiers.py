@@ -838,6 +838,8 @@ def test_a_tier_path_moved_into_a_wave_names_where_it_went(
     code, report = check(capsys, example_repo, "--base", "HEAD")
     assert code == 1
     [finding] = found(report, "tier-path-moved")
+    # The error says why the tier's pass is not checked: no second finding says it again.
+    assert [f for f in report["findings"] if f["code"] == "tier-not-checked" and f["resource"] == "tools"] == []
     text = (example_repo / "clusters/base/tools.yaml").read_text().splitlines()
     assert (finding["severity"], finding["path"], finding["resource"], finding["line"]) == (
         "error", "clusters/base/tools.yaml", "tools", 1 + text.index("  path: ./apps/tools"))
