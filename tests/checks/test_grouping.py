@@ -392,8 +392,12 @@ def test_a_group_listing_part_of_its_units_gives_each_a_list_of_that_part_and_ke
     code, _, err = run(repo, capsys)
     assert code == 0, err
     for name, n in (("web", 0), ("api", 1)):
-        assert yaml.safe_load((repo / f"apps/wave-{n}/team/{name}/kustomization.yaml").read_text())["resources"] == [
-            "ks.yaml"]
+        written = (repo / f"apps/wave-{n}/team/{name}/kustomization.yaml").read_text()
+        assert yaml.safe_load(written)["resources"] == ["ks.yaml"]
+        # It says where it comes from, and that it is the user's now.
+        assert written.startswith("# Written by wave-bot's cutover (step 2): what apps/team/kustomization.yaml "
+                                  "applied of this unit and did to it,\n# kept now that the unit's wave applies it. "
+                                  "Yours to edit from here on.\n")
     # The group stays for its Secret, listing no unit.
     assert yaml.safe_load((repo / "apps/team/kustomization.yaml").read_text()) == {
         "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
