@@ -309,7 +309,9 @@ def test_a_field_both_the_group_and_the_units_own_kustomization_set_is_refused_a
     code, _, err = run(repo, capsys)
     assert code == 2 and snapshot(repo) == tree
     assert err.startswith("wave-bot: error: apps/team/kustomization.yaml:4: sets commonLabels for api/, whose own "
-                          "kustomization (apps/team/api/kustomization.yaml) sets commonLabels too; "), err
+                          "kustomization (apps/team/api/kustomization.yaml) sets commonLabels too; once the unit "
+                          "moves into its wave this file no longer applies to it, and wave-bot does not merge the "
+                          "two\n"), err
     assert "hint: merge this commonLabels into apps/team/api/kustomization.yaml yourself" in err
 
 
