@@ -461,3 +461,36 @@ def test_every_moving_units_reference_is_rewritten_whatever_else_refers_to_the_s
         assert (moved / "kustomization.yaml").read_text() == KUSTOMIZE + f"resources:\n  - ../../../base/{app}\n"
         assert built(kubectl, moved) == before[n]
     assert (repo / "apps/base/all/kustomization.yaml").read_text() == files["apps/base/all/kustomization.yaml"]
+
+
+@pytest.mark.parametrize(("generator", "refused"), [
+    ("secretGenerator:\n  - name: settings\n    literals:\n      - mode=fast\n", True),
+    ("generatorOptions:\n  disableNameSuffixHash: true\nconfigMapGenerator:\n  - name: settings\n    literals:\n"
+     "      - mode=fast\n", False),
+    ("configMapGenerator:\n  - name: settings\n    literals:\n      - mode=fast\n    options:\n"
+     "      disableNameSuffixHash: true\n", False),
+], ids=["secret-hashed", "options-for-all", "options-of-its-own"])
+def test_a_group_generator_keeps_units_that_refer_to_it_only_while_it_renames(
+        make_repo: Callable[..., Path], capsys: pytest.CaptureFixture[str], kubectl: Kubectl, generator: str,
+        refused: bool) -> None:
+    # Without a hash the name the unit refers to is the generated object's own: the unit can leave.
+    files = {**base("dependencies:\n  web: []\n  api: [web]\n"), **GROUPED}
+    files["apps/team/kustomization.yaml"] = (KUSTOMIZE + "namespace: team\n" + generator
+                                             + "resources:\n  - ./web/deploy.yaml\n  - ./api/ks.yaml\n")
+    for name in ("namespace.yaml", "web/ks.yaml", "web/app/kustomization.yaml", "web/app/deploy.yaml"):
+        del files[f"apps/team/{name}"]
+    volume = "secret:\n            secretName" if generator.startswith("secret") else "configMap:\n            name"
+    files["apps/team/web/deploy.yaml"] = deployment("web", "team").replace(
+        "      containers:\n",
+        f"      volumes:\n        - name: data\n          {volume}: settings\n      containers:\n")
+    repo = make_repo(files)
+    before = applied(repo, kubectl, ["apps/team"])
+    tree = snapshot(repo)
+    code, _, err = run(repo, capsys)
+    if refused:
+        assert code == 2 and snapshot(repo) == tree
+        assert err.startswith("wave-bot: error: apps/team/kustomization.yaml:5: secretGenerator entry settings makes "
+                              "settings-<hash>"), err
+        return
+    assert code == 0, err
+    assert applied(repo, kubectl, flux_roots(repo)) == before
