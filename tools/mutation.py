@@ -38,6 +38,8 @@ RELATED: dict[str, tuple[str, ...]] = {
     "checks.removal": ("checks/test_cutover.py", "checks/test_deletes.py", "layout/test_side.py",
                        "actions/test_action_cutover.py"),
     "checks.cutover": ("checks/test_cutover.py", "actions/test_action_cutover.py", "layout/test_units.py"),
+    "checks.grouping": ("checks/test_grouping.py", "checks/test_cutover.py"),
+    "checks.tiers": ("checks/test_tiers.py", "checks/test_registry.py", "report/test_groups.py"),
     "checks.cascade": ("checks/test_cascade.py",),
     "checks.acceptance": ("checks/test_acceptance.py", "checks/test_accept_command.py", "report/test_markdown.py"),
     "checks.crds": ("checks/test_tiers.py",),
@@ -110,6 +112,11 @@ def prepare(modules: Sequence[str]) -> None:
             target = WORK / name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(origin, target, follow_symlinks=False)
+    # The tests find the real repositories' archives beside the checkout (../shared): beside the copy
+    # too, or every real-repository test would skip there and its mutants survive unseen.
+    shared, beside = ROOT.parent / "shared", WORK.parent / "shared"
+    if shared.is_dir() and not beside.exists():
+        beside.symlink_to(shared)
     pyproject = (ROOT / "pyproject.toml").read_text()
     settings = dict(tomllib.loads(pyproject).get("tool", {}).get("mutmut", {}))
     tests = sorted({f"tests/{t}" for m in modules for t in RELATED[m]})

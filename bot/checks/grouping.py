@@ -158,6 +158,7 @@ def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile], read: Ca
                 path=own, line=doc.info.line((key,)),
                 hint=f"write the patches inline (patches: - patch: |-) or move {key} into each unit's own "
                      "kustomization, then run wave-bot again")
+    _refuse_hashed_references(tree, own, value, doc.info.line, [units[name].path for name in listed])
     carried: list[str] = []
     components = value.get("components")
     for index, ref in enumerate(components if isinstance(components, list) else []):
@@ -197,7 +198,8 @@ def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile], read: Ca
             if transforms or carried:
                 moved_own = f"{unit.target}/{posixpath.basename(unit_own)}"
                 line = doc.info.line((transforms[0],) if transforms else ("components",))
-                data_own = _carry(read(unit_own), unit_own, value, own, line, transforms, carried, unit.target)
+                data_own = _carry(read(unit_own), unit_own, value, own, line, transforms, carried, unit.target,
+                                  {key: doc.info.line((key,)) for key in transforms})
                 changes.append(Change("update", moved_own, content=data_own))
                 compare.append((own, doc.info.line(("resources", entries[0][0])), unit.path, unit.target))
             continue
@@ -227,11 +229,59 @@ def _regroup_folder(tree: Tree, own: str, units: Mapping[str, AppFile], read: Ca
     return Regroup(tuple(changes), frozenset(given), tuple(compare))
 
 
+def _refuse_hashed_references(tree: Tree, own: str, group: Mapping[str, Any],
+                              line: Callable[[tuple[str | int, ...]], int], leaving: Sequence[str]) -> None:
+    """A group's generator names its object `<name>-<hash>`, and kustomize rewrites the references to
+    `<name>` in the objects the group builds (a Deployment's volume, envFrom, ...) to that name. A unit
+    that leaves is built by its wave alone: its references would name `<name>`, which nothing makes.
+    Refused when a leaving unit's objects (Flux Kustomizations aside: kustomize rewrites none of their
+    fields) hold the generated name anywhere outside their metadata."""
+    options = group.get("generatorOptions")
+    hashed = []
+    for key in ("configMapGenerator", "secretGenerator"):
+        entries = group.get(key)
+        for index, entry in enumerate(entries if isinstance(entries, list) else []):
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                continue
+            own_options = entry.get("options")
+            merged = {**(options if isinstance(options, dict) else {}),
+                      **(own_options if isinstance(own_options, dict) else {})}
+            if merged.get("disableNameSuffixHash") is not True:
+                hashed.append((key, index, entry["name"]))
+    if not hashed:
+        return
+    try:
+        objects = kustomize.build(tree, posixpath.dirname(own)).objects
+    except (Unsupported, BuildError, WaveBotError):
+        return  # the legacy build fails too, or the evaluator cannot tell: the builds verified later say so
+    for key, index, name in hashed:
+        users = sorted({unit for o in objects for unit in leaving if o.source.startswith(unit + "/")
+                        and not str(o.value.get("apiVersion", "")).startswith(FLUX_GROUP + "/")
+                        and any(_holds(v, name) for k, v in o.value.items() if k != "metadata")})
+        if users:
+            raise WaveBotError(
+                f"{key} entry {name} makes {name}-<hash>, and kustomize renames the references to {name} in what "
+                f"this file builds to it; {', '.join(users)} refer(s) to {name}, and once the units move into waves "
+                f"this file no longer builds them: their references would name {name}, which nothing makes",
+                path=own, line=line((key, index)),
+                hint=f"move the {name} generator into the kustomization of each unit that uses it (or set "
+                     "options: disableNameSuffixHash: true on it, which renames the object), then run wave-bot again")
+
+
+def _holds(value: Any, text: str) -> bool:
+    if isinstance(value, Mapping):
+        return any(_holds(v, text) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds(v, text) for v in value)
+    return isinstance(value, str) and value == text
+
+
 def _carry(data: bytes, path: str, group: Mapping[str, Any], own: str, line: int, transforms: Sequence[str],
-           carried: Sequence[str], target: str) -> bytes:
+           carried: Sequence[str], target: str, lines: Mapping[str, int]) -> bytes:
     """A unit's own kustomization with what its group did to it: each transforming field the unit's
     lacks added at the end (a `namespace` it has set to the group's: the group's wins in the build
-    too), each transforming component added to its `components`. Every other byte stays."""
+    too), each transforming component added to its `components`. Every other byte stays. `lines`:
+    the group's line of each transforming field (a field both set is refused at the group's line)."""
     docs = yamlio.load(data, path)
     value = docs[0].value if len(docs) == 1 else None
     if not isinstance(value, dict):
@@ -247,7 +297,7 @@ def _carry(data: bytes, path: str, group: Mapping[str, Any], own: str, line: int
             raise WaveBotError(
                 f"sets {key} for {posixpath.basename(posixpath.dirname(path))}/, whose own kustomization ({path}) "
                 f"sets {key} too; once the unit moves into its wave this file no longer applies to it, and wave-bot "
-                "does not merge the two", path=own, line=line,
+                "does not merge the two", path=own, line=lines.get(key, line),
                 hint=f"merge this {key} into {path} yourself (the objects stay the same), then run wave-bot again")
         else:
             text = data.decode()

@@ -77,6 +77,21 @@ def test_a_depends_on_that_names_nothing(capsys: pytest.CaptureFixture[str], exa
     assert finding["message"].endswith("(on every entrypoint)")
 
 
+def test_a_depends_on_like_no_tier_says_how_to_fix_it_without_a_guess(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    config = example_repo / "clusters/base/platform-config.yaml"
+    config.write_text(config.read_text().replace("- name: platform\n", "- name: zzz\n"))
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "depends-on-")
+    assert (finding["code"], finding["path"], finding["line"]) == (
+        "depends-on-missing", "clusters/base/platform-config.yaml", 10)
+    assert "did you mean" not in finding["message"]
+    assert finding["fix"] == ("in clusters/base/platform-config.yaml, make the dependsOn entry of platform-config name "
+                              "a Flux Kustomization this entrypoint applies, or add the missing one's file to the "
+                              "entrypoint's resources")
+
+
 def test_the_waves_own_chain_is_part_of_the_graph(capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
     # wave 0 dependsOn platform-config; without it in the base, wave 0 never starts.
     (example_repo / "clusters/base/platform-config.yaml").unlink()
@@ -98,6 +113,20 @@ def test_a_cycle_names_every_edge(capsys: pytest.CaptureFixture[str], example_re
     message = finding["message"]
     assert "platform dependsOn platform-config (clusters/base/platform.yaml:8)" in message
     assert "platform-config dependsOn platform (clusters/base/platform-config.yaml:10)" in message
+    # The finding sits at the ring's first edge: the first tier's dependsOn entry.
+    assert message.startswith("dependsOn cycle platform -> platform-config -> platform: ")
+    assert (finding["path"], finding["line"], finding["resource"]) == ("clusters/base/platform.yaml", 8, "platform")
+
+
+def test_a_tier_that_depends_on_itself_is_a_cycle_of_one_edge(
+        capsys: pytest.CaptureFixture[str], example_repo: Path) -> None:
+    write_files(example_repo, {"clusters/base/platform.yaml": tier("platform", "platform", "platform")})
+    code, report = check(capsys, example_repo)
+    assert code == 1
+    [finding] = found(report, "depends-on-")
+    assert (finding["code"], finding["path"], finding["line"], finding["resource"]) == (
+        "depends-on-cycle", "clusters/base/platform.yaml", 8, "platform")
+    assert finding["message"].startswith("dependsOn cycle platform -> platform: each waits for the next to be Ready")
 
 
 def test_a_kustomization_without_a_namespace_fails_the_whole_apply(
@@ -789,3 +818,61 @@ def test_a_renamed_directory_leaves_a_stale_path_that_is_an_error(archive: Path 
     moved = [f for f in findings if f.code == "tier-path-moved"]
     assert [(f.path, f.severity, f.resource) for f in moved] == [(ks.file, "error", ks.title)]
     assert f"./{ks.path}" in moved[0].message
+
+
+@pytest.mark.parametrize(("elsewhere", "fixed"), [(False, True), (True, False)], ids=["one-place", "two-places"])
+def test_a_tier_path_moved_into_a_wave_names_where_it_went(
+        capsys: pytest.CaptureFixture[str], example_repo: Path, elsewhere: bool, fixed: bool) -> None:
+    # A directory of its own tier moves from directly under apps/ into wave 1: the tier's spec.path
+    # is stale, and the fix names the one place the directory now is (none when two could be it).
+    write_files(example_repo, {
+        "clusters/base/tools.yaml": tier("tools", "apps/tools", "platform-config", post=False),
+        "apps/tools/kustomization.yaml": "resources:\n  - cm.yaml\n",
+        "apps/tools/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tools\n  namespace: default\n"})
+    add_base_entry(example_repo, "tools")
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-qm", "tools")
+    git(example_repo, "mv", "apps/tools", "apps/wave-1/tools")
+    if elsewhere:
+        write_files(example_repo, {"apps/wave-2/tools/kustomization.yaml": "resources: []\n"})
+    code, report = check(capsys, example_repo, "--base", "HEAD")
+    assert code == 1
+    [finding] = found(report, "tier-path-moved")
+    # The error says why the tier's pass is not checked: no second finding says it again.
+    assert [f for f in report["findings"] if f["code"] == "tier-not-checked" and f["resource"] == "tools"] == []
+    text = (example_repo / "clusters/base/tools.yaml").read_text().splitlines()
+    assert (finding["severity"], finding["path"], finding["resource"], finding["line"]) == (
+        "error", "clusters/base/tools.yaml", "tools", 1 + text.index("  path: ./apps/tools"))
+    assert ("its spec.path ./apps/tools is a directory at base, and this change moves it away"
+            + (" (to ./apps/wave-1/tools):" if fixed else ":")) in finding["message"]
+    fix = "# in clusters/base/tools.yaml:\nspec:\n  path: ./apps/wave-1/tools\n"
+    assert finding.get("fix") == (fix if fixed else None)
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("    kind: GitRepository\n    name: flux-system\n", True),
+    ("    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n", False),
+    ("    kind: GitRepository\n    name: nowhere\n", False),
+], ids=["in-another-namespace", "namespace-named", "no-such-source"])
+def test_a_sourceref_without_a_namespace_is_looked_up_in_the_tiers_own(
+        capsys: pytest.CaptureFixture[str], example_repo: Path, source: str, expected: bool) -> None:
+    # The tier lives in namespace tools; the only GitRepository flux-system is in flux-system.
+    text = tier("tools", "platform-config", "platform-config", post=False).replace(
+        "  namespace: flux-system\n", "  namespace: tools\n").replace(
+        "    kind: GitRepository\n    name: flux-system\n", source)
+    write_files(example_repo, {"clusters/base/tools.yaml": text})
+    add_base_entry(example_repo, "tools")
+    _, report = check(capsys, example_repo)
+    findings = found(report, "kustomization-source-namespace")
+    if not expected:
+        assert findings == []
+        return
+    [finding] = findings
+    lines = text.splitlines()
+    assert (finding["severity"], finding["path"], finding["line"], finding["resource"]) == (
+        "error", "clusters/base/tools.yaml", 1 + lines.index("  sourceRef:"), "tools/tools")
+    assert finding["message"].startswith(
+        "tools/tools names its sourceRef GitRepository flux-system without a namespace, so Flux looks for it in tools, "
+        "where there is none (it is in flux-system): tools/tools is never Ready")
+    assert finding["fix"].endswith("sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: "
+                                   "flux-system\n")

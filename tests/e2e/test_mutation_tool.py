@@ -59,3 +59,13 @@ def test_prepare_copies_the_tree_and_scopes_mutmut_to_the_modules_and_their_test
         "tests/checks/test_accept_command.py", "tests/checks/test_acceptance.py", "tests/fixes/test_protect.py",
         "tests/fixes/test_stepping.py", "tests/report/test_markdown.py"]
     assert settings["source_paths"] == ["bot"]
+
+
+def test_the_copy_finds_the_real_repositories_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without ../shared beside the copy, every real-repository test skips there and its mutants survive.
+    if not (PROJECT.parent / "shared" / "realrepos").is_dir():
+        pytest.skip("no ../shared/realrepos beside this checkout")
+    monkeypatch.setattr(mutation, "WORK", tmp_path / "run")
+    mutation.prepare(["checks.tiers"])
+    assert sorted(p.name for p in (tmp_path / "shared" / "realrepos").iterdir()) == sorted(
+        p.name for p in (PROJECT.parent / "shared" / "realrepos").iterdir())
