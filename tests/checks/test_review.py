@@ -21,7 +21,7 @@ from bot.repo.worktree import FsTree
 from bot.resid import ResourceId
 
 from support.fluxsim import Rid, simulate
-from support.minirepo import check, child, commit, files_at, repo_of
+from support.minirepo import APP, check, child, cm, commit, drop_y_and_add, files_at, repo_of
 
 FLUX = "kustomize.toolkit.fluxcd.io"
 PVC = ResourceId("", "PersistentVolumeClaim", "media", "plex-config", "v1")
@@ -255,27 +255,6 @@ def test_moved_to_finds_the_directory_a_change_moved_by_its_files(tmp_path: Path
 # with no namespace ("namespace not specified"), or a SOPS Secret without spec.decryption. What the
 # change drops from such a Kustomization is not deleted until it is fixed.
 
-def _cm(name: str, namespace: str | None = "apps") -> str:
-    where = f"\n  namespace: {namespace}" if namespace else ""
-    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}{where}\n"
-
-
-APP = {
-    "clusters/main/kustomization.yaml": "resources: [app.yaml]\n",
-    "clusters/main/app.yaml": child("app", "apps/one"),
-    "apps/one/kustomization.yaml": "resources: [x.yaml, y.yaml]\n",
-    "apps/one/x.yaml": _cm("x"),
-    "apps/one/y.yaml": _cm("y"),
-}
-
-
-def _drop_y_and_add(repo: Path, name: str, text: str) -> None:
-    (repo / "apps/one/y.yaml").unlink()
-    (repo / f"apps/one/{name}").write_text(text)
-    (repo / "apps/one/kustomization.yaml").write_text(f"resources: [x.yaml, {name}]\n")
-    commit(repo, "drop y")
-
-
 def _deleting(report: dict[str, object]) -> list[object]:
     codes = ("resource-removed", "cross-kustomization-move", "kustomization-renamed")
     return [f for f in report["findings"] if f["code"] in codes]  # type: ignore[attr-defined, index]
@@ -283,7 +262,7 @@ def _deleting(report: dict[str, object]) -> list[object]:
 
 def test_an_object_without_a_namespace_fails_the_apply_so_nothing_dropped_is_deleted(tmp_path: Path) -> None:
     repo = repo_of(tmp_path, APP)
-    _drop_y_and_add(repo, "z.yaml", _cm("z", None))
+    drop_y_and_add(repo, "z.yaml", cm("z", None))
     code, report = check(repo)
     assert code == 1
     assert _deleting(report) == []
@@ -296,8 +275,8 @@ def test_once_the_namespace_is_fixed_the_drop_is_deleted_and_the_base_is_said_un
     """The fix's review: the cluster still holds y (the failing revision pruned nothing), which the base
     revision no longer shows; the warning says so and how to see what the cluster holds."""
     repo = repo_of(tmp_path, APP)
-    _drop_y_and_add(repo, "z.yaml", _cm("z", None))
-    (repo / "apps/one/z.yaml").write_text(_cm("z"))
+    drop_y_and_add(repo, "z.yaml", cm("z", None))
+    (repo / "apps/one/z.yaml").write_text(cm("z"))
     commit(repo, "fix the namespace")
     code, report = check(repo)
     (warning,) = [f for f in report["findings"] if f["code"] == "base-not-applied"]
@@ -314,7 +293,7 @@ def test_a_sops_secret_without_decryption_fails_the_apply_only_when_its_data_is_
     secret = (f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: apps\n{field}:\n"
               "  key: ENC[AES256_GCM,data:AAAA,iv:AAAA,tag:AAAA,type:str]\nsops:\n  version: 3.9.0\n")
     repo = repo_of(tmp_path, APP)
-    _drop_y_and_add(repo, "s.yaml", secret)
+    drop_y_and_add(repo, "s.yaml", secret)
     code, report = check(repo)
     assert code == 1
     assert [f["code"] for f in report["findings"] if f["severity"] == "error"] == ["sops-not-decrypted"]
@@ -329,15 +308,15 @@ def test_a_kustomization_without_a_namespace_holds_back_what_its_parent_would_pr
         "clusters/main/kustomization.yaml": "resources: [w0.yaml, w1.yaml]\n",
         "clusters/main/w0.yaml": child("w0", "apps/w0"),
         "clusters/main/w1.yaml": child("w1", "apps/w1"),
-        "apps/w0/x.yaml": _cm("x"),
-        "apps/w1/y.yaml": _cm("y"),
+        "apps/w0/x.yaml": cm("x"),
+        "apps/w1/y.yaml": cm("y"),
     })
     base = files_at(repo, "HEAD")
     (repo / "clusters/main/w1.yaml").unlink()
     (repo / "clusters/main/w2.yaml").write_text(child("w2", "apps/w2").replace("  namespace: flux-system\n", ""))
     (repo / "clusters/main/kustomization.yaml").write_text("resources: [w0.yaml, w2.yaml]\n")
     (repo / "apps/w2").mkdir()
-    (repo / "apps/w2/z.yaml").write_text(_cm("z"))
+    (repo / "apps/w2/z.yaml").write_text(cm("z"))
     commit(repo, "replace w1")
     code, report = check(repo)
     assert code == 1
@@ -353,8 +332,8 @@ def test_a_kustomization_only_a_failing_apply_would_create_adopts_nothing(tmp_pa
     repo = repo_of(tmp_path, {
         "clusters/main/kustomization.yaml": "resources: [w0.yaml]\n",
         "clusters/main/w0.yaml": child("w0", "apps/w0"),
-        "apps/w0/x.yaml": _cm("x"),
-        "apps/w0/y.yaml": _cm("y"),
+        "apps/w0/x.yaml": cm("x"),
+        "apps/w0/y.yaml": cm("y"),
     })
     base = files_at(repo, "HEAD")
     (repo / "clusters/main/w2.yaml").write_text(child("w2", "apps/w2").replace("  namespace: flux-system\n", ""))

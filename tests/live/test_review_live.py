@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from support.liveflux import FLUX_GROUP, Cluster, Ref, cluster
-from support.minirepo import check, child, commit, files_at, repo_of
+from support.minirepo import APP, check, child, cm, commit, drop_y_and_add, files_at, repo_of
 
 ROOT = "./clusters/main"
 Y = Ref("", "ConfigMap", "apps", "y")
@@ -31,20 +31,6 @@ DELETING = ("resource-removed", "cross-kustomization-move", "kustomization-renam
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with cluster(tmp_path_factory.mktemp("liveflux")) as c:
         yield c
-
-
-def cm(name: str, namespace: str | None = "apps") -> str:
-    where = f"\n  namespace: {namespace}" if namespace else ""
-    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}{where}\n"
-
-
-APP = {
-    "clusters/main/kustomization.yaml": "resources: [app.yaml]\n",
-    "clusters/main/app.yaml": child("app", "apps/one"),
-    "apps/one/kustomization.yaml": "resources: [x.yaml, y.yaml]\n",
-    "apps/one/x.yaml": cm("x"),
-    "apps/one/y.yaml": cm("y"),
-}
 
 
 def merge(live: Cluster, repo: Path, label: str) -> set[Ref]:
@@ -66,13 +52,6 @@ def ready(live: Cluster, name: str) -> dict[str, Any]:
 
 def deleting(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [f for f in report["findings"] if f["code"] in DELETING]
-
-
-def drop_y_and_add(repo: Path, name: str, text: str) -> None:
-    (repo / "apps/one/y.yaml").unlink()
-    (repo / f"apps/one/{name}").write_text(text)
-    (repo / "apps/one/kustomization.yaml").write_text(f"resources: [x.yaml, {name}]\n")
-    commit(repo, f"drop y, add {name}")
 
 
 def test_an_object_without_a_namespace_prunes_nothing_until_it_is_fixed(live: Cluster, tmp_path: Path) -> None:

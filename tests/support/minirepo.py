@@ -82,3 +82,27 @@ def files_at(repo: Path, rev: str) -> dict[str, bytes]:
     names = git(repo, "ls-tree", "-r", "--name-only", "-z", rev).split("\0")
     return {n: subprocess.run(["git", "show", f"{rev}:{n}"], cwd=repo, capture_output=True, check=True).stdout
             for n in names if n}
+
+
+def cm(name: str, namespace: str | None = "apps") -> str:
+    """A ConfigMap, in `namespace` (None: with no namespace at all)."""
+    where = f"\n  namespace: {namespace}" if namespace else ""
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}{where}\n"
+
+
+APP = {
+    "clusters/main/kustomization.yaml": "resources: [app.yaml]\n",
+    "clusters/main/app.yaml": child("app", "apps/one"),
+    "apps/one/kustomization.yaml": "resources: [x.yaml, y.yaml]\n",
+    "apps/one/x.yaml": cm("x"),
+    "apps/one/y.yaml": cm("y"),
+}
+"""One child Kustomization `app` applying ConfigMaps apps/x and apps/y."""
+
+
+def drop_y_and_add(repo: Path, name: str, text: str) -> None:
+    """Commit `APP` without y and with `name` holding `text`."""
+    (repo / "apps/one/y.yaml").unlink()
+    (repo / f"apps/one/{name}").write_text(text)
+    (repo / "apps/one/kustomization.yaml").write_text(f"resources: [x.yaml, {name}]\n")
+    commit(repo, f"drop y, add {name}")
