@@ -228,7 +228,7 @@ def apply_failure_findings(base: Iterable[Unit], head: Iterable[Unit]) -> list[F
     for u in head:
         f = u.apply_failure
         if f is None or u.refused is None or (u.key, u.refused) in before:
-            continue
+            continue  # no apply failure, or one another finding names
         out.append(Finding(
             code="apply-failed", severity="error",
             message=f"Kustomization {u.ref} ({u.cluster}) cannot be applied: {f.message.rstrip('.')}. So this "
@@ -275,13 +275,12 @@ def deletion_findings(base: Sequence[Unit], head: Sequence[Unit], config: Config
     findings += apply_failure_findings(base, head) + recovered_findings(base, head)
     failed = {u.key for u in head if u.failure is not None or u.apply_failure is not None}
     # A Kustomization new at the head that only a failing apply would create never exists: it adopts nothing.
+    # `head` lists parents before their children (the model walks breadth first), so one pass finds them all.
     never: set[tuple[str, str]] = set()
-    while True:
-        more = {u.key for u in head if u.key not in base_by and u.key not in never and u.parent is not None
-                and ((u.cluster, u.parent) in failed or (u.cluster, u.parent) in never)}
-        if not more:
-            break
-        never |= more
+    for u in head:
+        parent = (u.cluster, u.parent)
+        if u.key not in base_by and u.parent is not None and (parent in failed or parent in never):
+            never.add(u.key)
     head_by = {k: u for k, u in head_by.items() if k not in never}
     findings += _removed_kustomizations(base, base_by, head_by, children, failed, config)
     findings += _objects_leaving(base_by, head_by, failed, config)
@@ -544,7 +543,7 @@ def units_of(model: FluxModel, config: Config) -> list[Unit]:
             failure = ks.build_failure
             unknown = failure is not None and failure.unsupported  # kustomize may build it: objects unknown
             exprs = ks.spec.get("healthCheckExprs")
-            refused = ks.apply_failure
+            applying = ks.apply_failure
             out.append(Unit(
                 cluster=cluster.name, namespace=ks.namespace, name=ks.name, path=ks.file, line=ks.line,
                 spec_path=ks.path or "", prune=ks.prune, deletion_policy=ks.deletion_policy,
@@ -556,10 +555,10 @@ def units_of(model: FluxModel, config: Config) -> list[Unit]:
                 objects=tuple(_built(o, config, ks.refused) for o in ks.objects),
                 failure=Failure(failure.path, failure.line, failure.message, failure.hint)
                 if failure is not None and not unknown else None,
-                apply_failure=Failure(refused.path, refused.line, refused.message, refused.hint)
-                if refused is not None else None,
-                refused=refused.refused if refused is not None and refused.refused is not None
-                and not refused.undecrypted and not _is_flux_ks(refused.refused) else None,
+                apply_failure=Failure(applying.path, applying.line, applying.message, applying.hint)
+                if applying is not None else None,
+                refused=applying.refused if applying is not None and applying.refused is not None
+                and not applying.undecrypted and not _is_flux_ks(applying.refused) else None,
                 external=ks.external or unknown,
             ))
     return out

@@ -781,11 +781,13 @@ def _refused_encrypted(value: Mapping[str, Any]) -> bool:
 
 
 def _base64(text: Any) -> bool:
+    if not isinstance(text, str):
+        return False
     try:
-        base64.b64decode(str(text), validate=True)
+        base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         return False
-    return isinstance(text, str)
+    return True
 
 
 def _cluster_names(paths: list[str]) -> dict[str, str]:
