@@ -21,7 +21,18 @@ from bot.repo.worktree import FsTree
 from bot.resid import ResourceId
 
 from support.fluxsim import Rid, simulate
-from support.minirepo import APP, check, child, cm, commit, drop_y_and_add, files_at, repo_of
+from support.minirepo import (
+    APP,
+    W0,
+    check,
+    child,
+    cm,
+    commit,
+    drop_y_and_add,
+    files_at,
+    move_y_to_a_new_child_without_a_namespace,
+    repo_of,
+)
 
 FLUX = "kustomize.toolkit.fluxcd.io"
 PVC = ResourceId("", "PersistentVolumeClaim", "media", "plex-config", "v1")
@@ -329,18 +340,9 @@ def test_a_kustomization_only_a_failing_apply_would_create_adopts_nothing(tmp_pa
     """y moves from w0 to a new w2 that has no namespace: the root's apply fails, so w2 is never
     created, while w0 (already in the cluster) reconciles the revision and prunes y. Not a move: a
     deletion, as the simulation says."""
-    repo = repo_of(tmp_path, {
-        "clusters/main/kustomization.yaml": "resources: [w0.yaml]\n",
-        "clusters/main/w0.yaml": child("w0", "apps/w0"),
-        "apps/w0/x.yaml": cm("x"),
-        "apps/w0/y.yaml": cm("y"),
-    })
+    repo = repo_of(tmp_path, W0)
     base = files_at(repo, "HEAD")
-    (repo / "clusters/main/w2.yaml").write_text(child("w2", "apps/w2").replace("  namespace: flux-system\n", ""))
-    (repo / "clusters/main/kustomization.yaml").write_text("resources: [w0.yaml, w2.yaml]\n")
-    (repo / "apps/w2").mkdir()
-    (repo / "apps/w0/y.yaml").rename(repo / "apps/w2/y.yaml")
-    commit(repo, "move y to w2")
+    move_y_to_a_new_child_without_a_namespace(repo)
     _, report = check(repo)
     assert [(f["code"], f["resource"]) for f in _deleting(report)] == [("resource-removed", "ConfigMap apps/y")]
     assert simulate(base, files_at(repo, "HEAD"), "clusters/main").deleted == {Rid("", "ConfigMap", "apps", "y")}

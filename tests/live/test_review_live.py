@@ -20,7 +20,18 @@ from typing import Any
 import pytest
 
 from support.liveflux import FLUX_GROUP, Cluster, Ref, cluster
-from support.minirepo import APP, check, child, cm, commit, drop_y_and_add, files_at, repo_of
+from support.minirepo import (
+    APP,
+    W0,
+    check,
+    child,
+    cm,
+    commit,
+    drop_y_and_add,
+    files_at,
+    move_y_to_a_new_child_without_a_namespace,
+    repo_of,
+)
 
 ROOT = "./clusters/main"
 Y = Ref("", "ConfigMap", "apps", "y")
@@ -121,18 +132,9 @@ def test_what_moves_to_a_kustomization_a_failing_apply_never_creates_is_deleted(
 ) -> None:
     """The root's apply fails on the new w2 (no namespace), so w2 is never created; w0, already in the
     cluster, reconciles the revision on its own and prunes y."""
-    repo = repo_of(tmp_path, {
-        "clusters/main/kustomization.yaml": "resources: [w0.yaml]\n",
-        "clusters/main/w0.yaml": child("w0", "apps/w0"),
-        "apps/w0/x.yaml": cm("x"),
-        "apps/w0/y.yaml": cm("y"),
-    })
+    repo = repo_of(tmp_path, W0)
     deploy(live, repo)
-    (repo / "clusters/main/w2.yaml").write_text(child("w2", "apps/w2").replace("  namespace: flux-system\n", ""))
-    (repo / "clusters/main/kustomization.yaml").write_text("resources: [w0.yaml, w2.yaml]\n")
-    (repo / "apps/w2").mkdir()
-    (repo / "apps/w0/y.yaml").rename(repo / "apps/w2/y.yaml")
-    commit(repo, "move y to w2")
+    move_y_to_a_new_child_without_a_namespace(repo)
     _, report = check(repo)
     assert merge(live, repo, "move to w2") == {Y}
     assert "namespace not specified" in ready(live, "flux-system")["message"]

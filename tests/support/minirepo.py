@@ -106,3 +106,21 @@ def drop_y_and_add(repo: Path, name: str, text: str) -> None:
     (repo / f"apps/one/{name}").write_text(text)
     (repo / "apps/one/kustomization.yaml").write_text(f"resources: [x.yaml, {name}]\n")
     commit(repo, f"drop y, add {name}")
+
+
+W0 = {
+    "clusters/main/kustomization.yaml": "resources: [w0.yaml]\n",
+    "clusters/main/w0.yaml": child("w0", "apps/w0"),
+    "apps/w0/x.yaml": cm("x"),
+    "apps/w0/y.yaml": cm("y"),
+}
+"""One child Kustomization `w0` applying ConfigMaps apps/x and apps/y."""
+
+
+def move_y_to_a_new_child_without_a_namespace(repo: Path) -> None:
+    """Commit `W0` with y moved to a new child `w2` that has no metadata.namespace (the root's apply fails)."""
+    (repo / "clusters/main/w2.yaml").write_text(child("w2", "apps/w2").replace("  namespace: flux-system\n", ""))
+    (repo / "clusters/main/kustomization.yaml").write_text("resources: [w0.yaml, w2.yaml]\n")
+    (repo / "apps/w2").mkdir()
+    (repo / "apps/w0/y.yaml").rename(repo / "apps/w2/y.yaml")
+    commit(repo, "move y to w2")
