@@ -46,6 +46,8 @@ RELATED: dict[str, tuple[str, ...]] = {
     "checks.substitution": ("checks/test_tiers.py",),
     "checks.prune": ("checks/test_deletes.py",),
     "checks.overlays": ("checks/test_overlays.py", "flux/test_decryption.py"),
+    "flux.scope": ("flux/test_scope.py", "checks/test_review.py", "flux/test_inventory.py"),
+    "checks.review": ("checks/test_review.py", "flux/test_scope.py"),
     "flux.ownership": ("checks/test_deletes.py", "actions/test_action_ownership.py"),
     "flux.stateful": ("checks/test_deletes.py", "checks/test_cascade.py"),
     "flux.decryption": ("flux/test_decryption.py", "checks/test_overlays.py"),
