@@ -279,6 +279,7 @@ def test_an_object_without_a_namespace_fails_the_apply_so_nothing_dropped_is_del
     assert _deleting(report) == []
     (failed,) = [f for f in report["findings"] if f["code"] == "apply-failed"]
     assert failed["severity"] == "error" and (failed["path"], failed["line"]) == ("apps/one/z.yaml", 1)
+    assert failed["resource"] == "ConfigMap z"
     assert "ConfigMap z" in failed["message"] and "namespace not specified" in failed["message"]
 
 
@@ -292,6 +293,8 @@ def test_once_the_namespace_is_fixed_the_drop_is_deleted_and_the_base_is_said_un
     code, report = check(repo)
     (warning,) = [f for f in report["findings"] if f["code"] == "base-not-applied"]
     assert warning["severity"] == "warning" and "flux-system/app" in warning["message"]
+    assert (warning["path"], warning["line"]) == ("clusters/main/app.yaml", 1)
+    assert warning["resource"] == "kustomize.toolkit.fluxcd.io/Kustomization flux-system/app"
     assert "kubectl -n flux-system get kustomization app" in warning["fix"]
 
 

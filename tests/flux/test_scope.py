@@ -95,3 +95,16 @@ def test_a_kind_of_unknown_scope_keeps_what_kustomize_wrote() -> None:
 
 def without_namespace(rid: ResourceId) -> ResourceId:
     return ResourceId(rid.group, rid.kind, "", rid.name, rid.version)
+
+
+def test_a_namespaced_crd_makes_an_object_without_a_namespace_a_refused_one() -> None:
+    """A CRD in git that says Namespaced: an object of its kind with no namespace is refused by the API
+    server ('namespace not specified'), which is what fails a Kustomization's apply."""
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "spec": {"group": "example.com", "names": {"kind": "Ship"}, "scope": "Namespaced"}}
+    ship = ResourceId("example.com", "Ship", "", "one")
+    assert Scopes().refused(ship) is False  # unknown scope: nothing concluded
+    assert Scopes.of([crd]).refused(ship) is True
+    # a malformed CRD (no names, another apiVersion) says nothing
+    assert Scopes.of([{**crd, "spec": {"group": "example.com", "scope": "Namespaced"}}]).refused(ship) is False
+    assert Scopes.of([{**crd, "apiVersion": "example.com/v1"}]).refused(ship) is False
